@@ -1,0 +1,264 @@
+"""The lava-leap game: floors, sensors, the softmax policy, play, and exact evaluation.
+
+A floor is a boolean array of 40 tiles (True = lava). The bot starts on tile 0 and wants tile 39.
+Its only feedback is the score ``min(final_tile, 39) / 39``, given once when the run ends.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+N_TILES = 40
+EXIT = 39                  # the exit dock; reaching it (or beyond) ends the run with score 1
+LAVA_ZONE = (5, 36)        # every lava tile lies in this closed range
+STEP, LEAP = 0, 1
+MOVES = ("STEP", "LEAP")
+N_SENSORS = 4              # lava at pos+1, pos+2, pos+3, and a constant 1.0 bias
+TEST_FLOOR_SEED = 20_250_401
+N_TEST_FLOORS = 200
+
+# The 8 sensor situations, indexed by 4*lava(+1) + 2*lava(+2) + lava(+3), each with its bias 1.0.
+PATTERNS = np.array([[(i >> 2) & 1, (i >> 1) & 1, i & 1, 1] for i in range(8)], dtype=float)
+# A name per pattern, the three tiles ahead read left to right: "L.." is lava directly ahead.
+PATTERN_NAMES = tuple("".join("L" if b else "." for b in row[:3].astype(int)) for row in PATTERNS)
+
+
+# ---------------------------------------------------------------------------------------------
+# Floors and sensors
+# ---------------------------------------------------------------------------------------------
+def make_floor(rng: np.random.Generator) -> np.ndarray:
+    """Draw one floor: 3-7 lava channels, each 1 or 2 tiles wide, >= 2 safe tiles between them."""
+    k = int(rng.integers(3, 8))                        # number of channels, uniform on {3..7}
+    widths = rng.integers(1, 3, size=k)                # each 1 or 2 tiles wide
+    spare = 32 - int(widths.sum()) - 2 * (k - 1)       # safe tiles left to spread over k+1 gaps
+    gaps = rng.multinomial(spare, np.full(k + 1, 1.0 / (k + 1)))
+    floor = np.zeros(N_TILES, dtype=bool)
+    start = LAVA_ZONE[0] + gaps[0]
+    for i, w in enumerate(widths):
+        floor[start:start + w] = True
+        if i + 1 < k:
+            start = start + w + 2 + gaps[i + 1]
+    return floor
+
+
+def make_floors(n: int, rng: np.random.Generator) -> np.ndarray:
+    """Draw ``n`` floors as an (n, 40) boolean array."""
+    return np.stack([make_floor(rng) for _ in range(n)])
+
+
+@lru_cache(maxsize=1)
+def _test_floors() -> np.ndarray:
+    floors = make_floors(N_TEST_FLOORS, np.random.default_rng(TEST_FLOOR_SEED))
+    floors.setflags(write=False)
+    return floors
+
+
+def test_floors() -> np.ndarray:
+    """The 200 held-out test floors shared by every chapter (read-only, never trained on)."""
+    return _test_floors()
+
+
+test_floors.__test__ = False   # not a pytest test, despite the name
+
+
+def channels(floor: np.ndarray) -> list[tuple[int, int]]:
+    """The lava channels of one floor as (first tile, width) pairs."""
+    floor = check_floor(floor)
+    edges = np.diff(np.concatenate([[0], floor.astype(int), [0]]))
+    starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
+    return [(int(s), int(e - s)) for s, e in zip(starts, ends)]
+
+
+def sensors(floor: np.ndarray, pos: int) -> np.ndarray:
+    """The bot's 4 readings on tile ``pos``: lava at pos+1, pos+2, pos+3 (past 39 reads safe), 1.0."""
+    floor = check_floor(floor)
+    if not 0 <= pos < N_TILES:
+        raise ValueError(f"pos must be a tile in 0..{N_TILES - 1}, got {pos}")
+    ahead = [bool(floor[t]) if t < N_TILES else False for t in (pos + 1, pos + 2, pos + 3)]
+    return np.array([*ahead, True], dtype=float)
+
+
+def pattern_index(floors: np.ndarray) -> np.ndarray:
+    """Sensor pattern (0..7) on every tile: same shape as ``floors``."""
+    floors = check_floor(floors, batch=True)
+    padded = np.concatenate([floors, np.zeros(floors.shape[:-1] + (3,), dtype=bool)], axis=-1)
+    a, b, c = (padded[..., i:i + N_TILES].astype(np.int64) for i in (1, 2, 3))
+    return 4 * a + 2 * b + c
+
+
+def check_floor(floor, batch: bool = False) -> np.ndarray:
+    """Validate a floor (40,) or, with ``batch``, a stack of floors (..., 40); return it as bool."""
+    arr = np.asarray(floor)
+    if arr.ndim == 0 or arr.shape[-1] != N_TILES or (not batch and arr.ndim != 1):
+        want = "(..., 40)" if batch else "(40,)"
+        raise ValueError(f"a floor must have shape {want}, got {arr.shape}")
+    if arr.dtype != bool:
+        if not np.isin(arr, (0, 1)).all():
+            raise ValueError("a floor holds only 0/1 or False/True (True = lava)")
+        arr = arr.astype(bool)
+    if arr[..., 0].any():
+        raise ValueError("tile 0 is the start and cannot be lava")
+    return arr
+
+
+# ---------------------------------------------------------------------------------------------
+# The policy: pi(.|s) = softmax(s @ W)
+# ---------------------------------------------------------------------------------------------
+def check_weights(W) -> np.ndarray:
+    W = np.asarray(W, dtype=float)
+    if W.shape != (N_SENSORS, 2):
+        raise ValueError(f"W must have shape (4, 2): one row per sensor, one column per move; "
+                         f"got {W.shape}")
+    if not np.isfinite(W).all():
+        raise ValueError("W contains NaN or inf")
+    return W
+
+
+def policy_probs(W, S) -> np.ndarray:
+    """pi(.|s) = softmax(s @ W), max-shifted; ``S`` is one sensor row (4,) or a stack (..., 4)."""
+    W = check_weights(W)
+    S = np.asarray(S, dtype=float)
+    if S.ndim == 0 or S.shape[-1] != N_SENSORS:
+        raise ValueError(f"sensor rows must have shape (..., 4), got {S.shape}")
+    logits = S @ W
+    logits = logits - logits.max(axis=-1, keepdims=True)
+    e = np.exp(logits)
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def leap_probs(W) -> np.ndarray:
+    """The LEAP probability in each of the 8 sensor patterns: the whole policy as a table."""
+    return policy_probs(W, PATTERNS)[:, LEAP]
+
+
+# ---------------------------------------------------------------------------------------------
+# Playing
+# ---------------------------------------------------------------------------------------------
+@dataclass
+class Run:
+    """One run: the sensor rows seen, the moves taken, the tiles visited, and the score."""
+    sensors: np.ndarray     # (T, 4)
+    moves: np.ndarray       # (T,) STEP=0 / LEAP=1
+    path: np.ndarray        # (T+1,) tiles, from 0 to the final tile (which may be past 39)
+    score: float
+
+    @property
+    def final_tile(self) -> int:
+        return int(self.path[-1])
+
+    @property
+    def exited(self) -> bool:
+        return self.final_tile >= EXIT
+
+
+def play(floor, W, rng: np.random.Generator) -> Run:
+    """Play one run of ``floor`` with the softmax policy ``W``."""
+    return play_group(floor, W, 1, rng)[0]
+
+
+def play_group(floor, W, G: int, rng: np.random.Generator) -> list[Run]:
+    """Play ``floor`` ``G`` times with the same policy (GRPO's group; G=1 is a single run).
+
+    Each run draws exactly 2*39 uniforms, one pair per possible move (policy coin, leap coin),
+    so the random stream does not depend on how long earlier runs lasted.
+    """
+    floor = check_floor(floor)
+    if int(G) != G or G < 1:
+        raise ValueError(f"G must be a positive integer, got {G}")
+    rows = PATTERNS[pattern_index(floor)]                  # (40, 4) sensor row on every tile
+    p_leap = leap_probs(W)[pattern_index(floor)].tolist()  # LEAP probability on every tile
+    lava = floor.tolist()
+    runs = []
+    for _ in range(int(G)):
+        coins = rng.random((EXIT, 2)).tolist()
+        pos, path, moves = 0, [0], []
+        for u_policy, u_leap in coins:
+            move = LEAP if u_policy < p_leap[pos] else STEP
+            pos += 1 if move == STEP else (2 if u_leap < 0.5 else 3)
+            moves.append(move)
+            path.append(pos)
+            if pos >= EXIT or lava[pos]:
+                break
+        runs.append(Run(sensors=rows[path[:-1]], moves=np.array(moves, dtype=np.int64),
+                        path=np.array(path, dtype=np.int64), score=min(pos, EXIT) / EXIT))
+    return runs
+
+
+# ---------------------------------------------------------------------------------------------
+# Exact evaluation
+# ---------------------------------------------------------------------------------------------
+@dataclass
+class Evaluation:
+    """Exact expected score and exit probability, per floor (and per policy, for a batch)."""
+    score: np.ndarray
+    exit: np.ndarray
+
+    @property
+    def mean_score(self):
+        return self.score.mean(axis=-1)
+
+    @property
+    def exit_rate(self):
+        return self.exit.mean(axis=-1)
+
+
+def exact_score(floors, policy) -> Evaluation:
+    """Exact expected score and exit probability of a stochastic policy, on one or many floors.
+
+    ``policy`` is a weight matrix W (4, 2), a LEAP-probability table (8,) over sensor patterns,
+    or a batch of tables (P, 8). The only randomness in a run is coin flips, so one backward pass
+    over the tiles computes the expectation: the value of tile t is
+    ``(1-q) * V[t+1] + q * (V[t+2] + V[t+3]) / 2``, with q the LEAP probability on t, V = t/39 on
+    lava and V = 1 at or past 39. Returns arrays of shape (F,) or (P, F).
+    """
+    floors = check_floor(floors, batch=True)
+    single_floor = floors.ndim == 1
+    floors = np.atleast_2d(floors)
+    q = _policy_table(policy)                               # (P, 8)
+    q_tile = q[:, pattern_index(floors)]                    # (P, F, 40)
+    shape = q_tile.shape[:2]
+    value = np.ones(shape + (N_TILES + 3,))                 # tiles 39..42: exited, score 1
+    exit_ = np.ones(shape + (N_TILES + 3,))
+    lava_value = np.arange(N_TILES) / EXIT
+    for t in range(EXIT - 1, -1, -1):
+        qt = q_tile[..., t]
+        v = (1 - qt) * value[..., t + 1] + qt * 0.5 * (value[..., t + 2] + value[..., t + 3])
+        e = (1 - qt) * exit_[..., t + 1] + qt * 0.5 * (exit_[..., t + 2] + exit_[..., t + 3])
+        on_lava = floors[:, t]
+        value[..., t] = np.where(on_lava, lava_value[t], v)
+        exit_[..., t] = np.where(on_lava, 0.0, e)
+    score, exit_prob = value[..., 0], exit_[..., 0]
+    if np.ndim(policy) != 2 or np.shape(policy) == (N_SENSORS, 2):
+        score, exit_prob = score[0], exit_prob[0]           # a single policy: drop the P axis
+    if single_floor:
+        score, exit_prob = score[..., 0], exit_prob[..., 0]
+    return Evaluation(score=score, exit=exit_prob)
+
+
+def _policy_table(policy) -> np.ndarray:
+    arr = np.asarray(policy, dtype=float)
+    if arr.shape == (N_SENSORS, 2):
+        return leap_probs(arr)[None]
+    if arr.ndim in (1, 2) and arr.shape[-1] == len(PATTERNS):
+        if not np.isfinite(arr).all() or (arr < 0).any() or (arr > 1).any():
+            raise ValueError("a LEAP-probability table holds probabilities in [0, 1]")
+        return np.atleast_2d(arr)
+    raise ValueError(f"policy must have shape (4, 2) (weights W) or (8,) / (P, 8) (LEAP tables), "
+                     f"got {arr.shape}")
+
+
+def deterministic_policies() -> np.ndarray:
+    """All 2**8 = 256 deterministic policies as LEAP tables (256, 8): bit j of i = leap on j."""
+    i = np.arange(2 ** len(PATTERNS))[:, None]
+    return ((i >> np.arange(len(PATTERNS))) & 1).astype(float)
+
+
+def monte_carlo_score(floors, W, n_runs: int, rng: np.random.Generator) -> Evaluation:
+    """Mean score and exit rate per floor from ``n_runs`` sampled runs (a check on exact_score)."""
+    floors = check_floor(floors, batch=True)
+    floors = np.atleast_2d(floors)
+    runs = [play_group(f, W, n_runs, rng) for f in floors]
+    return Evaluation(score=np.array([np.mean([r.score for r in rs]) for rs in runs]),
+                      exit=np.array([np.mean([r.exited for r in rs]) for rs in runs]))

@@ -1,0 +1,113 @@
+"""One figure style for the whole book: fonts, a fixed colour per algorithm, floor drawings."""
+from __future__ import annotations
+
+import matplotlib as mpl
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.animation import FuncAnimation
+from matplotlib.patches import Rectangle
+
+from .lava import EXIT, N_TILES, check_floor
+
+# Okabe-Ito colour-blind-safe palette; an algorithm keeps its colour in every chapter.
+COLORS = {
+    "REINFORCE": "#E69F00",
+    "PPO": "#0072B2",
+    "GRPO": "#009E73",
+    "untrained": "#999999",
+    "ceiling": "#000000",
+    "k1": "#CC79A7",
+    "k2": "#56B4E9",
+    "k3": "#009E73",
+    "lava": "#D55E00",
+    "safe": "#F3EEE3",
+    "exit": "#56B4E9",
+    "path": "#0072B2",
+}
+
+
+def use_book_style() -> None:
+    """Apply the book's matplotlib style (call once at the top of a chapter)."""
+    mpl.rcParams.update({
+        "figure.dpi": 110,
+        "savefig.dpi": 110,
+        "figure.figsize": (7.5, 3.6),
+        "font.size": 10,
+        "axes.titlesize": 11,
+        "axes.labelsize": 10,
+        "legend.fontsize": 9,
+        "axes.spines.top": False,
+        "axes.spines.right": False,
+        "axes.grid": True,
+        "grid.alpha": 0.25,
+        "animation.embed_limit": 40.0,   # MB, for to_jshtml
+    })
+
+
+def draw_floor(ax, floor, y: float = 0.0, label: str | None = None) -> None:
+    """Draw one floor as a row of tiles at height ``y``: lava orange, the exit dock blue."""
+    floor = check_floor(floor)
+    for t in range(N_TILES):
+        color = COLORS["lava"] if floor[t] else (COLORS["exit"] if t == EXIT else COLORS["safe"])
+        ax.add_patch(Rectangle((t - 0.5, y - 0.4), 1, 0.8, facecolor=color,
+                               edgecolor="white", linewidth=0.8))
+    if label is not None:
+        ax.text(-1.0, y, label, ha="right", va="center", fontsize=9)
+    ax.set_xlim(-0.7, N_TILES + 2.5)
+    ax.set_aspect("equal")
+    ax.set_yticks([])
+    ax.grid(False)
+    for side in ("left", "bottom"):
+        ax.spines[side].set_visible(False)
+
+
+def draw_run(ax, run, y: float = 0.0, color: str | None = None) -> None:
+    """Draw a run as hops above its floor: arcs for moves, a cross on the tile it died on."""
+    color = color or COLORS["path"]
+    path = np.asarray(run.path)
+    for a, b in zip(path[:-1], path[1:]):
+        xs = np.linspace(a, b, 12)
+        height = 0.35 + 0.18 * (b - a)
+        ax.plot(xs, y + 0.45 + height * np.sin(np.pi * (xs - a) / (b - a)), color=color, lw=1.2)
+    ax.plot(path[:-1], np.full(len(path) - 1, y + 0.45), "o", color=color, ms=3)
+    end = path[-1]
+    if run.exited:
+        ax.plot([end], [y + 0.45], "*", color=color, ms=11)
+    else:
+        ax.plot([end], [y], "X", color="black", ms=9)
+
+
+def animate_run(floor, run, interval: int = 450) -> FuncAnimation:
+    """A run stepped move by move, for ``to_jshtml()``: the bot, its sensors and its move."""
+    floor = check_floor(floor)
+    fig, ax = plt.subplots(figsize=(8.5, 1.9))
+    draw_floor(ax, floor)
+    ax.set_ylim(-0.7, 2.1)
+    ax.set_xticks(range(0, N_TILES, 5))
+    bot, = ax.plot([], [], "o", color=COLORS["path"], ms=11, zorder=5)
+    trail, = ax.plot([], [], "-", color=COLORS["path"], lw=1, alpha=0.5)
+    sensed = [ax.add_patch(Rectangle((0, -0.45), 1, 0.9, fill=False, lw=2, ec="black"))
+              for _ in range(3)]
+    title = ax.set_title("")
+    path = np.asarray(run.path)
+
+    def frame(i):
+        pos = path[i]
+        bot.set_data([pos], [0.9])
+        trail.set_data(path[: i + 1], np.full(i + 1, 0.9))
+        for j, box in enumerate(sensed):
+            box.set_x(pos + j + 0.5)
+            box.set_visible(i < len(run.moves))
+        if i < len(run.moves):
+            reading = "".join("L" if v else "." for v in run.sensors[i][:3])
+            title.set_text(f"move {i + 1}: on tile {pos}, sensors read {reading!r} "
+                           f"-> {('STEP', 'LEAP')[run.moves[i]]}")
+        elif run.exited:
+            title.set_text(f"reached the exit dock: score {run.score:.3f}")
+        else:
+            title.set_text(f"landed on lava at tile {pos}: score {pos}/39 = {run.score:.3f}")
+        return bot, trail, title, *sensed
+
+    anim = FuncAnimation(fig, frame, frames=len(path), interval=interval, blit=False)
+    plt.close(fig)
+    return anim

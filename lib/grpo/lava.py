@@ -262,3 +262,26 @@ def monte_carlo_score(floors, W, n_runs: int, rng: np.random.Generator) -> Evalu
     runs = [play_group(f, W, n_runs, rng) for f in floors]
     return Evaluation(score=np.array([np.mean([r.score for r in rs]) for rs in runs]),
                       exit=np.array([np.mean([r.exited for r in rs]) for rs in runs]))
+
+
+@dataclass
+class Ceiling:
+    """The best deterministic policy on a floor set: its score, exit rate and LEAP table."""
+    score: float
+    exit_rate: float
+    policy: np.ndarray          # (8,) LEAP table of the first of the tied best policies
+    n_tied: int
+
+
+def ceiling(floors=None) -> Ceiling:
+    """Score all 256 deterministic policies exactly and return the best (default: test floors).
+
+    No stochastic policy can beat it: a stochastic policy's expected score is a mixture of
+    deterministic ones' on each tile, so the best deterministic policy is optimal.
+    """
+    floors = test_floors() if floors is None else floors
+    ev = exact_score(floors, deterministic_policies())
+    scores = ev.mean_score
+    best = np.flatnonzero(np.isclose(scores, scores.max(), rtol=0, atol=1e-12))
+    return Ceiling(score=float(scores[best[0]]), exit_rate=float(ev.exit_rate[best[0]]),
+                   policy=deterministic_policies()[best[0]], n_tied=len(best))

@@ -185,3 +185,17 @@ def test_bad_policy_table_and_sensors_raise():
         policy_probs(np.zeros((4, 2)), np.zeros(3))
     with pytest.raises(ValueError, match="G"):
         play_group(test_floors()[0], np.zeros((4, 2)), 0, np.random.default_rng(0))
+
+
+def test_omniscient_bound_dominates_every_policy_and_meets_the_ceiling():
+    floors = test_floors()
+    bound = lava.omniscient_score(floors)
+    all_det = exact_score(floors, deterministic_policies())
+    assert (all_det.score <= bound.score + 1e-12).all()
+    rng = np.random.default_rng(5)
+    for _ in range(20):
+        W = rng.normal(scale=3, size=(4, 2))
+        assert (exact_score(floors, W).score <= bound.score + 1e-12).all()
+    c = lava.ceiling(floors)
+    assert c.score == pytest.approx(bound.mean_score, abs=1e-12)
+    assert c.n_tied >= 1 and c.policy.shape == (8,)

@@ -216,25 +216,45 @@ def exact_score(floors, policy) -> Evaluation:
     floors = check_floor(floors, batch=True)
     single_floor = floors.ndim == 1
     floors = np.atleast_2d(floors)
-    q = _policy_table(policy)                               # (P, 8)
-    q_tile = q[:, pattern_index(floors)]                    # (P, F, 40)
-    shape = q_tile.shape[:2]
-    value = np.ones(shape + (N_TILES + 3,))                 # tiles 39..42: exited, score 1
-    exit_ = np.ones(shape + (N_TILES + 3,))
-    lava_value = np.arange(N_TILES) / EXIT
-    for t in range(EXIT - 1, -1, -1):
-        qt = q_tile[..., t]
-        v = (1 - qt) * value[..., t + 1] + qt * 0.5 * (value[..., t + 2] + value[..., t + 3])
-        e = (1 - qt) * exit_[..., t + 1] + qt * 0.5 * (exit_[..., t + 2] + exit_[..., t + 3])
-        on_lava = floors[:, t]
-        value[..., t] = np.where(on_lava, lava_value[t], v)
-        exit_[..., t] = np.where(on_lava, 0.0, e)
-    score, exit_prob = value[..., 0], exit_[..., 0]
+    q_tile = _policy_table(policy)[:, pattern_index(floors)]      # (P, F, 40) LEAP prob per tile
+    score, exit_prob = _backward_pass(floors, q_tile)
     if np.ndim(policy) != 2 or np.shape(policy) == (N_SENSORS, 2):
-        score, exit_prob = score[0], exit_prob[0]           # a single policy: drop the P axis
+        score, exit_prob = score[0], exit_prob[0]                  # one policy: drop the P axis
     if single_floor:
         score, exit_prob = score[..., 0], exit_prob[..., 0]
     return Evaluation(score=score, exit=exit_prob)
+
+
+def omniscient_score(floors) -> Evaluation:
+    """The best expected score of a bot that knows its tile and the whole floor (an upper bound).
+
+    The same backward pass as ``exact_score``, taking the better move on every tile; the exit
+    probability reported is that of the score-maximising choices.
+    """
+    floors = np.atleast_2d(check_floor(floors, batch=True))
+    score, exit_prob = _backward_pass(floors, None)
+    return Evaluation(score=score[0], exit=exit_prob[0])
+
+
+def _backward_pass(floors, q_tile):
+    """Expected score and exit probability from tile 0, filling tiles 38 down to 0.
+
+    ``q_tile`` (P, F, 40) holds the LEAP probability on every tile; ``None`` takes the better move
+    on every tile instead. Lava tiles are worth t/39 and exit 0; tiles 39..42 are worth 1.
+    """
+    P = 1 if q_tile is None else q_tile.shape[0]
+    value = np.ones((P, len(floors), N_TILES + 3))
+    exit_ = np.ones((P, len(floors), N_TILES + 3))
+    for t in range(EXIT - 1, -1, -1):
+        v_step, v_leap = value[..., t + 1], 0.5 * (value[..., t + 2] + value[..., t + 3])
+        e_step, e_leap = exit_[..., t + 1], 0.5 * (exit_[..., t + 2] + exit_[..., t + 3])
+        if q_tile is None:
+            q = (v_leap > v_step).astype(float)
+        else:
+            q = q_tile[..., t]
+        value[..., t] = np.where(floors[:, t], t / EXIT, (1 - q) * v_step + q * v_leap)
+        exit_[..., t] = np.where(floors[:, t], 0.0, (1 - q) * e_step + q * e_leap)
+    return value[..., 0], exit_[..., 0]
 
 
 def _policy_table(policy) -> np.ndarray:

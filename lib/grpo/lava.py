@@ -153,22 +153,25 @@ class Run:
         return self.final_tile >= EXIT
 
 
-def play(floor, W, rng: np.random.Generator) -> Run:
-    """Play one run of ``floor`` with the softmax policy ``W``."""
-    return play_group(floor, W, 1, rng)[0]
+def play(floor, policy, rng: np.random.Generator) -> Run:
+    """Play one run of ``floor`` with ``policy`` (weights W, or a LEAP table (8,))."""
+    return play_group(floor, policy, 1, rng)[0]
 
 
-def play_group(floor, W, G: int, rng: np.random.Generator) -> list[Run]:
+def play_group(floor, policy, G: int, rng: np.random.Generator) -> list[Run]:
     """Play ``floor`` ``G`` times with the same policy (GRPO's group; G=1 is a single run).
 
-    Each run draws exactly 2*39 uniforms, one pair per possible move (policy coin, leap coin),
+    ``policy`` is the weight matrix W (4, 2) or a LEAP-probability table (8,). Each run draws exactly 2*39 uniforms, one pair per possible move (policy coin, leap coin),
     so the random stream does not depend on how long earlier runs lasted.
     """
     floor = check_floor(floor)
     if int(G) != G or G < 1:
         raise ValueError(f"G must be a positive integer, got {G}")
     rows = PATTERNS[pattern_index(floor)]                  # (40, 4) sensor row on every tile
-    p_leap = leap_probs(W)[pattern_index(floor)].tolist()  # LEAP probability on every tile
+    table = _policy_table(policy)
+    if len(table) != 1:
+        raise ValueError("play one policy at a time: W (4, 2) or a LEAP table (8,)")
+    p_leap = table[0][pattern_index(floor)].tolist()    # LEAP probability on every tile
     lava = floor.tolist()
     runs = []
     for _ in range(int(G)):
@@ -217,7 +220,7 @@ def exact_score(floors, policy) -> Evaluation:
     single_floor = floors.ndim == 1
     floors = np.atleast_2d(floors)
     q_tile = _policy_table(policy)[:, pattern_index(floors)]      # (P, F, 40) LEAP prob per tile
-    score, exit_prob = _backward_pass(floors, q_tile)
+    score, exit_prob = backward_pass(floors, q_tile)
     if np.ndim(policy) != 2 or np.shape(policy) == (N_SENSORS, 2):
         score, exit_prob = score[0], exit_prob[0]                  # one policy: drop the P axis
     if single_floor:
@@ -232,16 +235,19 @@ def omniscient_score(floors) -> Evaluation:
     probability reported is that of the score-maximising choices.
     """
     floors = np.atleast_2d(check_floor(floors, batch=True))
-    score, exit_prob = _backward_pass(floors, None)
+    score, exit_prob = backward_pass(floors, None)
     return Evaluation(score=score[0], exit=exit_prob[0])
 
 
-def _backward_pass(floors, q_tile):
+def backward_pass(floors, q_tile):
     """Expected score and exit probability from tile 0, filling tiles 38 down to 0.
 
     ``q_tile`` (P, F, 40) holds the LEAP probability on every tile; ``None`` takes the better move
     on every tile instead. Lava tiles are worth t/39 and exit 0; tiles 39..42 are worth 1.
     """
+    floors = np.atleast_2d(check_floor(floors, batch=True))
+    if q_tile is not None and (np.ndim(q_tile) != 3 or np.shape(q_tile)[1:] != floors.shape):
+        raise ValueError(f"q_tile must have shape (P, {len(floors)}, 40), got {np.shape(q_tile)}")
     P = 1 if q_tile is None else q_tile.shape[0]
     value = np.ones((P, len(floors), N_TILES + 3))
     exit_ = np.ones((P, len(floors), N_TILES + 3))
@@ -275,11 +281,11 @@ def deterministic_policies() -> np.ndarray:
     return ((i >> np.arange(len(PATTERNS))) & 1).astype(float)
 
 
-def monte_carlo_score(floors, W, n_runs: int, rng: np.random.Generator) -> Evaluation:
+def monte_carlo_score(floors, policy, n_runs: int, rng: np.random.Generator) -> Evaluation:
     """Mean score and exit rate per floor from ``n_runs`` sampled runs (a check on exact_score)."""
     floors = check_floor(floors, batch=True)
     floors = np.atleast_2d(floors)
-    runs = [play_group(f, W, n_runs, rng) for f in floors]
+    runs = [play_group(f, policy, n_runs, rng) for f in floors]
     return Evaluation(score=np.array([np.mean([r.score for r in rs]) for rs in runs]),
                       exit=np.array([np.mean([r.exited for r in rs]) for rs in runs]))
 

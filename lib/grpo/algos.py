@@ -1,0 +1,508 @@
+"""The training algorithms of chapters 2-4: REINFORCE, PPO with a critic, and GRPO.
+
+Plain NumPy. Each algorithm is one flat function (``train_reinforce``, ``train_ppo``,
+``train_grpo``) that reads top to bottom with its hyperparameters in its signature. The pieces
+they share live here once:
+
+* ``grad_log_pi``: the closed-form gradient of log pi(a|s) for the softmax policy,
+* ``policy_gradient``: the mean of weight * grad log pi over a batch of steps (REINFORCE's update),
+* ``clipped_update``: PPO's clipped surrogate, used unchanged by PPO and by GRPO,
+* ``grpo_advantages``: the group-normalised advantage, GRPO's replacement for the critic,
+* ``fit_critic``: PPO's linear critic, fitted by least squares,
+* ``play_steps``: G runs of one floor, flattened into the step arrays the updates consume.
+
+The shared protocol (chapters 2-4): 300 updates; each update draws a fresh floor from the
+training seed's generator and plays it G = 8 times; lr 0.5; W starts at 0; every 10 updates the
+policy is scored exactly on the 200 test floors.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import lava
+from .lava import EXIT, N_SENSORS, PATTERNS
+
+# ---------------------------------------------------------------------------------------------
+# Input checks (every public function validates what it is given)
+# ---------------------------------------------------------------------------------------------
+
+
+def _check_batch(W, S, moves):
+    W = lava.check_weights(W)
+    S = np.asarray(S, dtype=float)
+    moves = np.asarray(moves)
+    if S.ndim != 2 or S.shape[1] != N_SENSORS:
+        raise ValueError(f"S must be a stack of sensor rows of shape (N, 4), got {S.shape}")
+    if len(S) == 0:
+        raise ValueError("the batch is empty: there are no steps to learn from")
+    if not np.isfinite(S).all():
+        raise ValueError("S contains NaN or inf")
+    if moves.shape != (len(S),):
+        raise ValueError(f"moves must have shape (N,) = ({len(S)},) to match S, got {moves.shape}")
+    if not ((moves == lava.STEP) | (moves == lava.LEAP)).all():
+        raise ValueError("moves hold only 0 (STEP) or 1 (LEAP)")
+    return W, S, moves.astype(np.int64)
+
+
+def _check_per_step(name, x, n):
+    x = np.asarray(x, dtype=float)
+    if x.shape != (n,):
+        raise ValueError(f"{name} must have one value per step, shape ({n},), got {x.shape}")
+    if not np.isfinite(x).all():
+        raise ValueError(f"{name} contains NaN or inf")
+    return x
+
+
+def _check_positive(name, x):
+    if not np.isfinite(x) or x <= 0:
+        raise ValueError(f"{name} must be > 0, got {x}")
+
+
+def _check_count(name, x, minimum):
+    if int(x) != x or x < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {x}")
+    return int(x)
+
+
+# ---------------------------------------------------------------------------------------------
+# The gradient of log pi, and the plain policy gradient (REINFORCE)
+# ---------------------------------------------------------------------------------------------
+def grad_log_pi(W, S, moves) -> np.ndarray:
+    """d log pi(a|s) / dW = outer(s, onehot(a) - pi(.|s)), one (4, 2) matrix per step.
+
+    ``S`` is one sensor row (4,) with one move, or a stack (N, 4) with N moves; returns (4, 2) or
+    (N, 4, 2). Only the rows of W whose sensor reads 1 get a gradient; in each, the taken move's
+    column goes up by 1 - pi(a|s) and the other goes down by as much.
+    """
+    single = np.ndim(S) == 1
+    W, S, moves = _check_batch(W, np.atleast_2d(S), np.atleast_1d(moves))
+    pi = lava.policy_probs(W, S)                       # (N, 2)
+    onehot = np.eye(2)[moves]                          # (N, 2)
+    g = S[:, :, None] * (onehot - pi)[:, None, :]      # (N, 4, 2): outer(s, onehot(a) - pi)
+    return g[0] if single else g
+
+
+def policy_gradient(W, S, moves, weights) -> np.ndarray:
+    """The mean over the N steps of weight * grad log pi(a|s): a (4, 2) ascent direction.
+
+    REINFORCE uses each step's run score as its weight: W += lr * policy_gradient(W, S, moves,
+    score). With an advantage as the weight it is the plain advantage-weighted policy gradient.
+    """
+    W, S, moves = _check_batch(W, S, moves)
+    weights = _check_per_step("weights", weights, len(S))
+    return _weighted_grad(S, moves, lava.policy_probs(W, S), weights / len(S))
+
+
+def _weighted_grad(S, moves, pi, coef):
+    """sum_n coef_n * outer(s_n, onehot(a_n) - pi_n) = sum_n coef_n * grad_log_pi(W, s_n, a_n),
+    as one (4, N) @ (N, 2) product instead of N outer products."""
+    push = -coef[:, None] * pi                             # (N, 2): coef * (onehot - pi)
+    push[np.arange(len(moves)), moves] += coef
+    return S.T @ push
+
+
+# ---------------------------------------------------------------------------------------------
+# The clipped update (PPO and GRPO)
+# ---------------------------------------------------------------------------------------------
+@dataclass
+class PassTrace:
+    """What one pass of ``clipped_update`` saw and did (a list of these is the update's trace)."""
+    pass_no: int              # 1, 2, ...
+    W: np.ndarray             # (4, 2) the weights this pass started from
+    pi: np.ndarray            # (N, 2) pi(.|s) under W
+    pi_old: np.ndarray        # (N,) pi_old(a|s): the policy that played, frozen
+    rho: np.ndarray           # (N,) pi(a|s) / pi_old(a|s)
+    clipped: np.ndarray       # (N,) bool: the clipped branch won, so the step gets no gradient
+    coef: np.ndarray          # (N,) A * rho / N, or 0 where clipped
+    grad: np.ndarray          # (4, 2) sum over steps of coef * grad log pi
+    W_after: np.ndarray       # (4, 2) W + lr * grad
+
+
+def clip_mask(rho, adv, eps: float) -> np.ndarray:
+    """Where ``min(rho*A, clip(rho, 1-eps, 1+eps)*A)`` takes the flat, clipped branch.
+
+    That is rho > 1+eps with A > 0 (already pushed up far enough) or rho < 1-eps with A < 0
+    (already pushed down far enough). A *correction*, rho outside the band against A's direction,
+    keeps the unclipped branch and its gradient.
+    """
+    rho, adv = np.asarray(rho, dtype=float), np.asarray(adv, dtype=float)
+    if rho.shape != adv.shape:
+        raise ValueError(f"rho and adv must have the same shape, got {rho.shape} and {adv.shape}")
+    if not (np.isfinite(eps) and eps >= 0):
+        raise ValueError(f"eps must be >= 0, got {eps}")
+    return ((adv > 0) & (rho > 1 + eps)) | ((adv < 0) & (rho < 1 - eps))
+
+
+def clipped_update(W, S, moves, adv, lr: float, eps: float = 0.2, passes: int = 4,
+                   trace: list | None = None) -> np.ndarray:
+    """PPO's clipped surrogate, ascended ``passes`` times over one batch; returns the new W.
+
+    Each step contributes ``min(rho*A, clip(rho, 1-eps, 1+eps)*A)`` with
+    ``rho = pi(a|s) / pi_old(a|s)`` and pi_old the policy that played (the W passed in, frozen).
+    Its gradient is ``A * rho * grad log pi(a|s)`` unless the clipped branch wins, then 0. Each
+    pass: ``W += lr * sum_n coef_n * grad log pi_n`` with ``coef_n = A_n * rho_n / N``. On pass 1
+    rho is exactly 1. ``trace``, if a list, receives one ``PassTrace`` per pass.
+    """
+    W, S, moves = _check_batch(W, S, moves)
+    adv = _check_per_step("adv", adv, len(S))
+    _check_positive("lr", lr)
+    if not (np.isfinite(eps) and eps >= 0):
+        raise ValueError(f"eps must be >= 0, got {eps}")
+    passes = _check_count("passes", passes, 1)
+    if trace is not None and not isinstance(trace, list):
+        raise ValueError("trace must be a list (it receives one PassTrace per pass) or None")
+    N = len(S)
+    steps = np.arange(N)
+    pi_old = lava.policy_probs(W, S)[steps, moves]          # frozen: the policy that played
+    for k in range(passes):
+        pi = lava.policy_probs(W, S)
+        rho = pi[steps, moves] / pi_old                     # exactly 1.0 on pass 1
+        clipped = clip_mask(rho, adv, eps)
+        coef = np.where(clipped, 0.0, adv * rho / N)        # d/dW of rho*A is A*rho*grad log pi
+        grad = _weighted_grad(S, moves, pi, coef)          # sum_n coef_n * grad_log_pi_n
+        W_new = W + lr * grad
+        if trace is not None:
+            trace.append(PassTrace(k + 1, W, pi, pi_old, rho, clipped, coef, grad, W_new))
+        W = W_new
+    return W
+
+
+# ---------------------------------------------------------------------------------------------
+# Advantages and the critic
+# ---------------------------------------------------------------------------------------------
+def grpo_advantages(scores) -> np.ndarray:
+    """A_i = (r_i - mean r) / (std r + 1e-8), population std, for one group of G >= 2 scores.
+
+    A group whose scores are all equal carries no signal: every advantage is exactly 0.
+    """
+    r = np.asarray(scores, dtype=float)
+    if r.ndim != 1:
+        raise ValueError(f"scores must be one group, shape (G,), got {r.shape}")
+    if len(r) < 2:
+        raise ValueError(f"a group needs G >= 2 scores to compare, got G = {len(r)}")
+    if not np.isfinite(r).all():
+        raise ValueError("scores contain NaN or inf")
+    centred = r - r.mean()
+    if np.all(r == r[0]):
+        return np.zeros_like(r)
+    return centred / (r.std() + 1e-8)
+
+
+def critic_values(v, S) -> np.ndarray:
+    """The linear critic's forecast V(s) = v . s for each sensor row."""
+    v = np.asarray(v, dtype=float)
+    if v.shape != (N_SENSORS,) or not np.isfinite(v).all():
+        raise ValueError(f"v must be a finite vector of shape (4,), got {v.shape}")
+    S = np.asarray(S, dtype=float)
+    if S.ndim == 0 or S.shape[-1] != N_SENSORS:
+        raise ValueError(f"sensor rows must have shape (..., 4), got {S.shape}")
+    return S @ v
+
+
+def fit_critic(v, S, targets, lr: float = 0.5, passes: int = 4) -> np.ndarray:
+    """``passes`` gradient steps of least squares, mean (v.s - target)^2 / 2, from v; returns v."""
+    v = np.asarray(v, dtype=float)
+    critic_values(v, np.zeros(N_SENSORS))                    # validates v
+    _, S, _ = _check_batch(np.zeros((N_SENSORS, 2)), S, np.zeros(len(np.atleast_1d(S)), int))
+    targets = _check_per_step("targets", targets, len(S))
+    _check_positive("lr", lr)
+    passes = _check_count("passes", passes, 1)
+    for _ in range(passes):
+        v = v - lr * ((S @ v - targets) @ S) / len(S)
+    return v
+
+
+# ---------------------------------------------------------------------------------------------
+# Playing a group, flattened into steps
+# ---------------------------------------------------------------------------------------------
+@dataclass
+class Steps:
+    """A group of G runs of one floor, flattened: one row per step, in run order."""
+    S: np.ndarray             # (N, 4) sensor rows
+    moves: np.ndarray         # (N,) STEP=0 / LEAP=1
+    run: np.ndarray           # (N,) which run (0..G-1) each step belongs to
+    scores: np.ndarray        # (G,) each run's score
+    final_tiles: np.ndarray   # (G,) where each run ended (>= 39: exited)
+    tiles: np.ndarray         # (N,) the tile each step was taken from
+
+    @property
+    def G(self) -> int:
+        return len(self.scores)
+
+    @property
+    def N(self) -> int:
+        return len(self.moves)
+
+
+def steps_from_runs(runs) -> Steps:
+    """Flatten a list of ``lava.Run`` into ``Steps``."""
+    if len(runs) == 0:
+        raise ValueError("the group is empty")
+    return Steps(S=np.concatenate([r.sensors for r in runs]),
+                 moves=np.concatenate([r.moves for r in runs]),
+                 run=np.concatenate([np.full(len(r.moves), i) for i, r in enumerate(runs)]),
+                 scores=np.array([r.score for r in runs]),
+                 final_tiles=np.array([r.final_tile for r in runs]),
+                 tiles=np.concatenate([r.path[:-1] for r in runs]))
+
+
+def play_steps(floor, W, G: int, rng: np.random.Generator) -> Steps:
+    """Play ``floor`` G times with policy W and return the group flattened into steps.
+
+    The same runs, from the same random numbers, as ``lava.play_group(floor, W, G, rng)``
+    (each run draws its 39 pairs of coins up front), written straight into flat lists instead of
+    one ``Run`` object per run: this loop is the training's hot spot (see bench/).
+    """
+    floor = lava.check_floor(floor)
+    G = _check_count("G", G, 1)
+    pattern = lava.pattern_index(floor)                     # (40,) sensor pattern on every tile
+    p_leap = lava.leap_probs(W)[pattern].tolist()           # LEAP probability on every tile
+    is_lava = floor.tolist() + [False] * 3                  # tiles past 39 are safe
+    coins = rng.random((G, EXIT, 2)).tolist()               # play_group's draws, in its order
+    tiles, moves, run, final = [], [], [], []
+    for g in range(G):
+        pos = 0
+        for u_policy, u_leap in coins[g]:
+            tiles.append(pos)
+            run.append(g)
+            if u_policy < p_leap[pos]:                      # LEAP: 2 or 3 tiles, a fair coin
+                moves.append(lava.LEAP)
+                pos += 2 if u_leap < 0.5 else 3
+            else:                                           # STEP: 1 tile
+                moves.append(lava.STEP)
+                pos += 1
+            if pos >= EXIT or is_lava[pos]:
+                break
+        final.append(pos)
+    tiles, final = np.array(tiles, dtype=np.int64), np.array(final, dtype=np.int64)
+    return Steps(S=PATTERNS[pattern[tiles]], moves=np.array(moves, dtype=np.int64),
+                 run=np.array(run, dtype=np.int64), scores=np.minimum(final, EXIT) / EXIT,
+                 final_tiles=final, tiles=tiles)
+
+
+# ---------------------------------------------------------------------------------------------
+# Training: one flat function per algorithm
+# ---------------------------------------------------------------------------------------------
+@dataclass
+class TrainResult:
+    """One training run: the test-score curve, the final policy, and per-update statistics."""
+    algo: str
+    seed: int
+    hparams: dict
+    eval_updates: np.ndarray    # (E,) update index of each evaluation: 0, 10, ..., updates
+    eval_score: np.ndarray      # (E,) exact mean score on the 200 test floors
+    eval_exit: np.ndarray       # (E,) exact exit rate on the 200 test floors
+    W: np.ndarray               # (4, 2) the final policy weights
+    v: np.ndarray | None        # (4,) the final critic (PPO only)
+    n_steps: np.ndarray         # (U,) steps in each update's batch
+    train_score: np.ndarray     # (U,) mean score of each update's group
+    abs_adv: np.ndarray         # (U,) mean |weight| per step (REINFORCE: the score; else |A|)
+    clipped: np.ndarray         # (U,) clipped step-passes in each update (0 for REINFORCE)
+
+    @property
+    def final_score(self) -> float:
+        return float(self.eval_score[-1])
+
+    @property
+    def final_exit(self) -> float:
+        return float(self.eval_exit[-1])
+
+    @property
+    def mean_abs_adv(self) -> float:
+        """Mean |A| per step over the whole run."""
+        return float((self.abs_adv * self.n_steps).sum() / self.n_steps.sum())
+
+    @property
+    def clip_engaged_updates(self) -> int:
+        """In how many updates at least one step-pass was clipped."""
+        return int((self.clipped > 0).sum())
+
+    @property
+    def clip_step_pass_fraction(self) -> float:
+        """Clipped step-passes over all step-passes (steps x passes) of the run."""
+        passes = self.hparams.get("passes", 1)
+        return float(self.clipped.sum() / (self.n_steps.sum() * passes))
+
+
+def _check_protocol(seed, updates, G, lr, eval_every, eps=0.0, passes=1):
+    if int(seed) != seed or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer, got {seed}")
+    _check_count("updates", updates, 1)
+    _check_count("G", G, 1)
+    _check_positive("lr", lr)
+    _check_count("eval_every", eval_every, 1)
+    if not (np.isfinite(eps) and eps >= 0):
+        raise ValueError(f"eps must be >= 0, got {eps}")
+    _check_count("passes", passes, 1)
+
+
+def _finish(algo, seed, hparams, snapshots, W, v, log) -> TrainResult:
+    """Score every snapshot exactly on the test floors in one batched call, and pack the run."""
+    updates = sorted(snapshots)
+    tables = np.stack([lava.leap_probs(snapshots[u]) for u in updates])    # (E, 8)
+    ev = lava.exact_score(lava.test_floors(), tables)
+    return TrainResult(algo, int(seed), hparams, np.array(updates), ev.mean_score, ev.exit_rate,
+                       W, v, *(np.array(log[k]) for k in
+                                ("n_steps", "train_score", "abs_adv", "clipped")))
+
+
+def _new_log():
+    return {"n_steps": [], "train_score": [], "abs_adv": [], "clipped": []}
+
+
+def train_reinforce(seed: int, updates: int = 300, G: int = 8, lr: float = 0.5,
+                    eval_every: int = 10, make_floor=lava.make_floor) -> TrainResult:
+    """REINFORCE: every step of every run is weighted by its run's raw score.
+
+    W += lr * mean over the N steps of score * grad log pi(a|s).
+    """
+    _check_protocol(seed, updates, G, lr, eval_every)
+    rng = np.random.default_rng(seed)
+    W = np.zeros((N_SENSORS, 2))                        # the coin-flip policy
+    snapshots, log = {}, _new_log()
+    for u in range(updates):
+        if u % eval_every == 0:
+            snapshots[u] = W
+        floor = make_floor(rng)                         # a fresh training floor
+        g = play_steps(floor, W, G, rng)                # G runs, flattened into N steps
+        score = g.scores[g.run]                         # each step gets its run's raw score
+        W = W + lr * policy_gradient(W, g.S, g.moves, score)
+        log["n_steps"].append(g.N)
+        log["train_score"].append(g.scores.mean())
+        log["abs_adv"].append(np.abs(score).mean())
+        log["clipped"].append(0)
+    snapshots[updates] = W
+    return _finish("REINFORCE", seed, dict(updates=updates, G=G, lr=lr), snapshots, W, None, log)
+
+
+def train_ppo(seed: int, updates: int = 300, G: int = 8, lr: float = 0.5, eps: float = 0.2,
+              passes: int = 4, critic_lr: float = 0.5, critic_passes: int = 4,
+              eval_every: int = 10, make_floor=lava.make_floor) -> TrainResult:
+    """PPO with a linear critic V(s) = v.s: A = score - V(s), the clipped update, then fit V."""
+    _check_protocol(seed, updates, G, lr, eval_every, eps, passes)
+    _check_positive("critic_lr", critic_lr)
+    _check_count("critic_passes", critic_passes, 1)
+    rng = np.random.default_rng(seed)
+    W = np.zeros((N_SENSORS, 2))
+    v = np.zeros(N_SENSORS)                             # the critic starts at zero
+    snapshots, log = {}, _new_log()
+    for u in range(updates):
+        if u % eval_every == 0:
+            snapshots[u] = W
+        floor = make_floor(rng)
+        g = play_steps(floor, W, G, rng)
+        score = g.scores[g.run]                         # each step's target: its run's score
+        adv = score - critic_values(v, g.S)             # A = score - V(s)
+        trace = []
+        W = clipped_update(W, g.S, g.moves, adv, lr, eps, passes, trace)
+        v = fit_critic(v, g.S, score, critic_lr, critic_passes)
+        log["n_steps"].append(g.N)
+        log["train_score"].append(g.scores.mean())
+        log["abs_adv"].append(np.abs(adv).mean())
+        log["clipped"].append(sum(int(p.clipped.sum()) for p in trace))
+    snapshots[updates] = W
+    hp = dict(updates=updates, G=G, lr=lr, eps=eps, passes=passes, critic_lr=critic_lr,
+              critic_passes=critic_passes)
+    return _finish("PPO", seed, hp, snapshots, W, v, log)
+
+
+def train_grpo(seed: int, updates: int = 300, G: int = 8, lr: float = 0.5, eps: float = 0.2,
+               passes: int = 4, eval_every: int = 10, make_floor=lava.make_floor) -> TrainResult:
+    """GRPO: PPO minus the critic. A run's advantage is its score against its own group's.
+
+    No KL term (beta = 0): the toy starts as a coin flip, with nothing worth protecting.
+    """
+    _check_protocol(seed, updates, G, lr, eval_every, eps, passes)
+    if G < 2:
+        raise ValueError(f"GRPO compares runs within a group: G must be >= 2, got {G}")
+    rng = np.random.default_rng(seed)
+    W = np.zeros((N_SENSORS, 2))
+    snapshots, log = {}, _new_log()
+    for u in range(updates):
+        if u % eval_every == 0:
+            snapshots[u] = W
+        floor = make_floor(rng)
+        g = play_steps(floor, W, G, rng)                # one floor, G runs: the group
+        adv = grpo_advantages(g.scores)[g.run]          # every step of run i shares A_i
+        trace = []
+        W = clipped_update(W, g.S, g.moves, adv, lr, eps, passes, trace)   # the same as PPO's
+        log["n_steps"].append(g.N)
+        log["train_score"].append(g.scores.mean())
+        log["abs_adv"].append(np.abs(adv).mean())
+        log["clipped"].append(sum(int(p.clipped.sum()) for p in trace))
+    snapshots[updates] = W
+    hp = dict(updates=updates, G=G, lr=lr, eps=eps, passes=passes)
+    return _finish("GRPO", seed, hp, snapshots, W, None, log)
+
+
+TRAINERS = {"REINFORCE": train_reinforce, "PPO": train_ppo, "GRPO": train_grpo}
+
+
+# ---------------------------------------------------------------------------------------------
+# Experiments: several seeds of one algorithm, curves stacked
+# ---------------------------------------------------------------------------------------------
+@dataclass
+class SeedRuns:
+    """Several training seeds of one algorithm with the same hyperparameters."""
+    algo: str
+    runs: list = field(repr=False)
+
+    @property
+    def seeds(self) -> list:
+        return [r.seed for r in self.runs]
+
+    @property
+    def eval_updates(self) -> np.ndarray:
+        return self.runs[0].eval_updates
+
+    @property
+    def curves(self) -> np.ndarray:
+        """(seeds, E) test score at each evaluation."""
+        return np.stack([r.eval_score for r in self.runs])
+
+    @property
+    def exit_curves(self) -> np.ndarray:
+        return np.stack([r.eval_exit for r in self.runs])
+
+    @property
+    def final_scores(self) -> np.ndarray:
+        return self.curves[:, -1]
+
+    @property
+    def final_exits(self) -> np.ndarray:
+        return self.exit_curves[:, -1]
+
+    @property
+    def mean_abs_adv(self) -> float:
+        """Mean |A| per step over every step of every seed."""
+        n = np.concatenate([r.n_steps for r in self.runs])
+        a = np.concatenate([r.abs_adv for r in self.runs])
+        return float((a * n).sum() / n.sum())
+
+    def summary(self, ceiling: float) -> dict:
+        """The results-registry keys: final score mean/min/max, exit rate, share of the ceiling."""
+        if not (np.isfinite(ceiling) and ceiling > 0):
+            raise ValueError(f"ceiling must be a positive score, got {ceiling}")
+        f = self.final_scores
+        return {"final_score_mean": float(f.mean()), "final_score_min": float(f.min()),
+                "final_score_max": float(f.max()),
+                "final_exit_rate": float(self.final_exits.mean()),
+                "share_of_ceiling": float(f.mean() / ceiling)}
+
+    def first_update_reaching(self, level: float):
+        """The first evaluated update at which the seed-mean test score reaches ``level``
+        (None if it never does)."""
+        hit = np.flatnonzero(self.curves.mean(axis=0) >= level)
+        return int(self.eval_updates[hit[0]]) if len(hit) else None
+
+
+def run_seeds(algo: str, seeds=range(5), **hparams) -> SeedRuns:
+    """Train ``algo`` ('REINFORCE', 'PPO' or 'GRPO') once per seed with the same hparams."""
+    if algo not in TRAINERS:
+        raise ValueError(f"algo must be one of {sorted(TRAINERS)}, got {algo!r}")
+    seeds = list(seeds)
+    if not seeds:
+        raise ValueError("seeds is empty")
+    return SeedRuns(algo, [TRAINERS[algo](s, **hparams) for s in seeds])

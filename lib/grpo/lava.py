@@ -29,10 +29,10 @@ PATTERN_NAMES = tuple("".join("L" if b else "." for b in row[:3].astype(int)) fo
 # Floors and sensors
 # ---------------------------------------------------------------------------------------------
 def make_floor(rng: np.random.Generator) -> np.ndarray:
-    """Draw one floor: 3-7 lava channels, each 1 or 2 tiles wide, >= 2 safe tiles between them."""
-    k = int(rng.integers(3, 8))                        # number of channels, uniform on {3..7}
-    widths = rng.integers(1, 3, size=k)                # each 1 or 2 tiles wide
-    spare = 32 - int(widths.sum()) - 2 * (k - 1)       # safe tiles left to spread over k+1 gaps
+    """Draw one floor: 3-7 lava channels, 1 or 2 tiles wide, >= 2 safe tiles apart."""
+    k = int(rng.integers(3, 8))                    # channels, uniform on {3..7}
+    widths = rng.integers(1, 3, size=k)            # each 1 or 2 tiles wide
+    spare = 32 - int(widths.sum()) - 2 * (k - 1)   # safe tiles for the k+1 gaps
     gaps = rng.multinomial(spare, np.full(k + 1, 1.0 / (k + 1)))
     floor = np.zeros(N_TILES, dtype=bool)
     start = LAVA_ZONE[0] + gaps[0]

@@ -44,6 +44,7 @@ unit: $(STAMP)
 	$(BIN)/python -m pytest tests -q
 
 nbval: $(STAMP)
+	@test -n "$(NOTEBOOKS)" || { echo "no chapters/NN_*.ipynb found: nothing for nbval to test"; exit 1; }
 	$(BIN)/python -m pytest -q -p no:cacheprovider --nbval --nbval-current-env \
 	  --nbval-sanitize-with tests/nbval_sanitize.cfg $(NOTEBOOKS)
 

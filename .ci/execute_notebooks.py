@@ -1,7 +1,10 @@
 """Re-run chapters in place, top to bottom in a fresh kernel (what `make execute` calls).
 
 Run through make, which pins threads and CPU kernel paths, so stored outputs are the ones nbval
-re-checks. Timing metadata is not recorded, so a re-run without changes leaves no diff.
+re-checks. Timing metadata is not recorded, so a re-run without changes leaves no diff. Widget
+state is not stored: the static book would need require.js and the widget manager from a CDN to
+show controls that cannot run without a kernel anyway, so each widget cell has a static figure
+beside it instead, and the built site makes no network requests.
 """
 import sys
 import time
@@ -16,6 +19,8 @@ for name in sys.argv[1:]:
     start = time.perf_counter()
     NotebookClient(nb, timeout=1800, kernel_name="python3", record_timing=False,
                    resources={"metadata": {"path": str(path.parent)}}).execute()
+    for key in ("widgets", "jupytext", "papermill"):
+        nb.metadata.pop(key, None)
     for cell in nb.cells:
         cell.metadata.pop("execution", None)
     nbformat.write(nb, path)

@@ -204,6 +204,8 @@ def test_training_is_deterministic_and_evaluates_on_the_test_floors():
     np.testing.assert_array_equal(a.W, b.W)
     np.testing.assert_array_equal(a.eval_score, b.eval_score)
     assert a.eval_updates.tolist() == [0, 10, 20, 30]
+    assert (a.eval_W[0] == 0).all() and (a.eval_W[-1] == a.W).all()
+    np.testing.assert_array_equal(a.eval_W[2], train_grpo(3, updates=20).W)
     untrained = lava.exact_score(lava.test_floors(), np.zeros((4, 2)))
     assert a.eval_score[0] == untrained.mean_score
     assert a.eval_exit[0] == untrained.exit_rate

@@ -294,6 +294,7 @@ class TrainResult:
     eval_updates: np.ndarray    # (E,) update index of each evaluation: 0, 10, ..., updates
     eval_score: np.ndarray      # (E,) exact mean score on the 200 test floors
     eval_exit: np.ndarray       # (E,) exact exit rate on the 200 test floors
+    eval_W: np.ndarray          # (E, 4, 2) the policy weights at each evaluation
     W: np.ndarray               # (4, 2) the final policy weights
     v: np.ndarray | None        # (4,) the final critic (PPO only)
     n_steps: np.ndarray         # (U,) steps in each update's batch
@@ -344,7 +345,7 @@ def _finish(algo, seed, hparams, snapshots, W, v, log) -> TrainResult:
     tables = np.stack([lava.leap_probs(snapshots[u]) for u in updates])    # (E, 8)
     ev = lava.exact_score(lava.test_floors(), tables)
     return TrainResult(algo, int(seed), hparams, np.array(updates), ev.mean_score, ev.exit_rate,
-                       W, v, *(np.array(log[k]) for k in
+                       np.stack([snapshots[u] for u in updates]), W, v, *(np.array(log[k]) for k in
                                 ("n_steps", "train_score", "abs_adv", "clipped")))
 
 

@@ -311,3 +311,20 @@ def ceiling(floors=None) -> Ceiling:
     best = np.flatnonzero(np.isclose(scores, scores.max(), rtol=0, atol=1e-12))
     return Ceiling(score=float(scores[best[0]]), exit_rate=float(ev.exit_rate[best[0]]),
                    policy=deterministic_policies()[best[0]], n_tied=len(best))
+
+
+def make_wide_floor(rng: np.random.Generator) -> np.ndarray:
+    """Draw one floor by ``make_floor``'s rules, except that every channel is two tiles wide.
+
+    A "Try this" variant (chapter 4): every crossing is then a 50/50 leap that no policy can
+    improve, so the best possible exit probability on a floor with k channels is 2**-k.
+    """
+    k = int(rng.integers(3, 8))                        # number of channels, uniform on {3..7}
+    spare = 32 - 2 * k - 2 * (k - 1)                   # safe tiles left to spread over k+1 gaps
+    gaps = rng.multinomial(spare, np.full(k + 1, 1.0 / (k + 1)))
+    floor = np.zeros(N_TILES, dtype=bool)
+    start = LAVA_ZONE[0] + gaps[0]
+    for i in range(k):
+        floor[start:start + 2] = True
+        start = start + 2 + 2 + (gaps[i + 1] if i + 1 < k else 0)
+    return floor

@@ -274,6 +274,8 @@ W0, S0, M0, A0 = random_batch(9, n=10)
     (lambda: train_grpo(0, eps=-1), "eps"),
     (lambda: train_grpo(-1), "seed"),
     (lambda: play_steps(lava.test_floors()[0], W0, 0, np.random.default_rng(0)), "G"),
+    (lambda: algos.exact_gradient(W0, lava.test_floors()[:2], h=0.0), "h"),
+    (lambda: algos.exact_gradient(W0[:3], lava.test_floors()[:2]), "shape"),
     (lambda: run_seeds("SAC"), "algo"),
     (lambda: run_seeds("GRPO", seeds=[]), "seeds"),
     (lambda: run_seeds("GRPO", seeds=[0], updates=10).summary(0.0), "ceiling"),
@@ -281,3 +283,39 @@ W0, S0, M0, A0 = random_batch(9, n=10)
 def test_bad_input_raises_a_clear_value_error(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+# ---------------------------------------------------------------------------------------------
+# The exact gradient: what sampled updates estimate
+# ---------------------------------------------------------------------------------------------
+def test_exact_gradient_matches_the_unbiased_score_function_estimate():
+    floors = lava.test_floors()[:20]
+    W = np.array([[0.0, 0.0], [0.3, -0.3], [0.0, 0.0], [-0.2, 0.2]])
+    exact = algos.exact_gradient(W, floors)
+    # Monte-Carlo: mean over runs of score * sum_t grad log pi(a_t|s_t), uniform over the floors
+    rng = np.random.default_rng(0)
+    samples = []
+    for floor in floors:
+        g = play_steps(floor, W, 1500, rng)
+        per_step = g.scores[g.run][:, None, None] * grad_log_pi(W, g.S, g.moves)
+        per_run = np.zeros((g.G, 4, 2))
+        np.add.at(per_run, g.run, per_step)
+        samples.append(per_run)
+    samples = np.concatenate(samples)
+    mc, se = samples.mean(axis=0), samples.std(axis=0) / np.sqrt(len(samples))
+    assert (np.abs(mc - exact) < 5 * se + 1e-4).all(), (mc, exact, se)
+    assert np.abs(exact).max() > 10 * se.max(), "the test must compare a non-trivial gradient"
+    # the columns of a 2-move softmax gradient are mirror images
+    np.testing.assert_allclose(exact[:, 0], -exact[:, 1], atol=1e-8)
+
+
+def test_plot_seed_curves_draws_mean_and_band():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    sr = run_seeds("REINFORCE", seeds=[0, 1], updates=20)
+    fig, ax = plt.subplots()
+    algos.plot_seed_curves(ax, sr)
+    np.testing.assert_allclose(ax.lines[0].get_ydata(), sr.curves.mean(axis=0))
+    assert ax.lines[0].get_label().startswith("REINFORCE")
+    plt.close(fig)

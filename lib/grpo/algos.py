@@ -507,3 +507,34 @@ def run_seeds(algo: str, seeds=range(5), **hparams) -> SeedRuns:
     if not seeds:
         raise ValueError("seeds is empty")
     return SeedRuns(algo, [TRAINERS[algo](s, **hparams) for s in seeds])
+
+
+# ---------------------------------------------------------------------------------------------
+# Measuring updates against the truth, and the curves figure
+# ---------------------------------------------------------------------------------------------
+def exact_gradient(W, floors, h: float = 1e-5) -> np.ndarray:
+    """d(exact mean score on ``floors``)/dW by central differences of ``lava.exact_score``.
+
+    The true gradient of the expected score, with no sampling noise: what every sampled update
+    is trying to estimate. All 16 perturbed policies are scored in one batched call.
+    """
+    W = lava.check_weights(W)
+    _check_positive("h", h)
+    bumps = np.eye(W.size).reshape(W.size, *W.shape) * h            # (8, 4, 2)
+    tables = np.stack([lava.leap_probs(W + s * b) for b in bumps for s in (1, -1)])
+    scores = lava.exact_score(floors, tables).mean_score.reshape(W.size, 2)
+    return ((scores[:, 0] - scores[:, 1]) / (2 * h)).reshape(W.shape)
+
+
+def plot_seed_curves(ax, runs: SeedRuns, label: str | None = None, color: str | None = None,
+                     ls: str = "-") -> None:
+    """The seed-mean test-score curve with a band from the lowest to the highest seed."""
+    from .plots import COLORS
+    color = color or COLORS.get(runs.algo, "black")
+    curves = runs.curves
+    x = runs.eval_updates
+    ax.fill_between(x, curves.min(axis=0), curves.max(axis=0), color=color, alpha=0.18, lw=0)
+    ax.plot(x, curves.mean(axis=0), color=color, ls=ls, lw=1.8,
+            label=label if label is not None else f"{runs.algo} (mean of {len(curves)} seeds)")
+    ax.set_xlabel("update")
+    ax.set_ylabel("exact test score (200 floors)")

@@ -1,5 +1,6 @@
 """lava.make_wide_floor: make_floor's rules with every channel two tiles wide."""
 import numpy as np
+import pytest
 
 from grpo import lava
 
@@ -28,3 +29,16 @@ def test_on_wide_floors_the_best_exit_probability_is_two_to_the_minus_k():
     exact = lava.exact_score(floors, best.policy)
     np.testing.assert_allclose(exact.exit, 0.5 ** k, rtol=1e-12)
     assert best.score < lava.ceiling().score
+
+
+def test_best_moves_is_leap_if_and_only_if_lava_directly_ahead():
+    best = lava.best_moves()
+    assert len(best) == 8
+    named = dict(zip(lava.PATTERN_NAMES, best))
+    assert named["L.."] == named["LL."] == "LEAP"
+    assert named["..L"] == named[".L."] == named[".LL"] == "STEP"
+    assert named["L.L"] == named["LLL"] == "either"      # these patterns never occur
+    # a deterministic policy that follows every agreed entry scores the ceiling
+    table = np.array([1.0 if m == "LEAP" else 0.0 for m in best])
+    assert lava.exact_score(lava.test_floors(), table).mean_score == \
+        pytest.approx(lava.ceiling().score, abs=1e-12)

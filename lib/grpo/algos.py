@@ -92,15 +92,10 @@ def policy_gradient(W, S, moves, weights) -> np.ndarray:
     """
     W, S, moves = _check_batch(W, S, moves)
     weights = _check_per_step("weights", weights, len(S))
-    return _weighted_grad(S, moves, lava.policy_probs(W, S), weights / len(S))
-
-
-def _weighted_grad(S, moves, pi, coef):
-    """sum_n coef_n * outer(s_n, onehot(a_n) - pi_n) = sum_n coef_n * grad_log_pi(W, s_n, a_n),
-    as one (4, N) @ (N, 2) product instead of N outer products."""
-    push = -coef[:, None] * pi                             # (N, 2): coef * (onehot - pi)
-    push[np.arange(len(moves)), moves] += coef
-    return S.T @ push
+    coef = weights / len(S)
+    onehot = np.eye(2)[moves]
+    # sum_n coef_n * grad_log_pi(W, s_n, a_n) as one (4, N) @ (N, 2) product
+    return S.T @ (coef[:, None] * (onehot - lava.policy_probs(W, S)))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -155,13 +150,14 @@ def clipped_update(W, S, moves, adv, lr: float, eps: float = 0.2, passes: int = 
         raise ValueError("trace must be a list (it receives one PassTrace per pass) or None")
     N = len(S)
     steps = np.arange(N)
+    onehot = np.eye(2)[moves]
     pi_old = lava.policy_probs(W, S)[steps, moves]          # frozen: the policy that played
     for k in range(passes):
         pi = lava.policy_probs(W, S)
         rho = pi[steps, moves] / pi_old                     # exactly 1.0 on pass 1
         clipped = clip_mask(rho, adv, eps)
         coef = np.where(clipped, 0.0, adv * rho / N)        # d/dW of rho*A is A*rho*grad log pi
-        grad = _weighted_grad(S, moves, pi, coef)          # sum_n coef_n * grad_log_pi_n
+        grad = S.T @ (coef[:, None] * (onehot - pi))        # sum_n coef_n * grad_log_pi_n
         W_new = W + lr * grad
         if trace is not None:
             trace.append(PassTrace(k + 1, W, pi, pi_old, rho, clipped, coef, grad, W_new))
@@ -184,10 +180,9 @@ def grpo_advantages(scores) -> np.ndarray:
         raise ValueError(f"a group needs G >= 2 scores to compare, got G = {len(r)}")
     if not np.isfinite(r).all():
         raise ValueError("scores contain NaN or inf")
-    centred = r - r.mean()
     if np.all(r == r[0]):
-        return np.zeros_like(r)
-    return centred / (r.std() + 1e-8)
+        return np.zeros_like(r)        # exactly 0: r - r.mean() can be off by rounding, / 1e-8
+    return (r - r.mean()) / (r.std() + 1e-8)
 
 
 def critic_values(v, S) -> np.ndarray:

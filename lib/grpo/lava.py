@@ -328,3 +328,15 @@ def make_wide_floor(rng: np.random.Generator) -> np.ndarray:
         floor[start:start + 2] = True
         start = start + 2 + 2 + (gaps[i + 1] if i + 1 < k else 0)
     return floor
+
+
+def best_moves(floors=None) -> tuple[str, ...]:
+    """The best move in each of the 8 sensor patterns, read off all tied best policies.
+
+    "LEAP" or "STEP" where every tied best deterministic policy agrees, "either" where they
+    differ (the choice never changes the score on ``floors``; default: the test floors).
+    """
+    floors = test_floors() if floors is None else floors
+    scores = exact_score(floors, deterministic_policies()).mean_score
+    tied = deterministic_policies()[np.isclose(scores, scores.max(), rtol=0, atol=1e-12)]
+    return tuple("either" if len(set(col)) > 1 else MOVES[int(col[0])] for col in tied.T)

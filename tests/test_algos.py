@@ -168,6 +168,11 @@ def test_play_steps_reproduces_play_group_exactly():
         for key in ("S", "moves", "run", "scores", "final_tiles", "tiles"):
             np.testing.assert_array_equal(getattr(a, key), getattr(b, key), err_msg=key)
         assert b.G == G and b.N == len(b.moves)
+        for run_a, run_b in zip(lava.play_group(floor, W, G, np.random.default_rng(seed)),
+                                b.as_runs()):
+            np.testing.assert_array_equal(run_a.path, run_b.path)
+            np.testing.assert_array_equal(run_a.sensors, run_b.sensors)
+            assert run_a.score == run_b.score and run_a.exited == run_b.exited
 
 
 # ---------------------------------------------------------------------------------------------

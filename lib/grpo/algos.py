@@ -230,6 +230,12 @@ class Steps:
     def N(self) -> int:
         return len(self.moves)
 
+    def as_runs(self) -> list:
+        """The group as ``lava.Run`` objects (for drawing with ``plots.draw_run``)."""
+        return [lava.Run(sensors=self.S[self.run == i], moves=self.moves[self.run == i],
+                         path=np.r_[self.tiles[self.run == i], self.final_tiles[i]],
+                         score=float(self.scores[i])) for i in range(self.G)]
+
 
 def steps_from_runs(runs) -> Steps:
     """Flatten a list of ``lava.Run`` into ``Steps``."""

@@ -21,7 +21,8 @@ for name in sys.argv[1:]:
                    resources={"metadata": {"path": str(path.parent)}}).execute()
     for key in ("widgets", "jupytext", "papermill"):
         nb.metadata.pop(key, None)
-    for cell in nb.cells:
+    for i, cell in enumerate(nb.cells):
         cell.metadata.pop("execution", None)
+        cell.id = f"cell-{i:03d}"         # stable ids: a re-run leaves no diff
     nbformat.write(nb, path)
     print(f"{path}: executed in {time.perf_counter() - start:.1f} s", flush=True)

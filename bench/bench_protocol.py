@@ -2,8 +2,8 @@
 
 The protocol: REINFORCE, PPO and GRPO, 5 seeds x 300 updates each, G = 8, exact evaluation on the
 200 test floors every 10 updates; plus chapter 4's learning-rate ablation (PPO at lr 1.0 and 1.5,
-REINFORCE at 1.5, GRPO at 1.0, 5 seeds each). Also times the two group players on the same
-groups: lava.play_group (one Run object per run) and algos.play_steps (flat lists, used in training).
+REINFORCE at 1.5, GRPO at 1.0, 5 seeds each). Also times the group player, lava.play_steps
+(flat arrays, used in training), and lava.play_group (the same runs split into Run objects).
 """
 import time
 
@@ -36,10 +36,9 @@ def main():
     rng = np.random.default_rng(0)
     floors = [lava.make_floor(rng) for _ in range(2000)]
     for name, policy in (("untrained", np.zeros((4, 2))), ("trained GRPO", W)):
-        _, t_group = timed(lambda: [algos.steps_from_runs(lava.play_group(f, policy, 8, rng))
-                                    for f in floors])
-        _, t_steps = timed(lambda: [algos.play_steps(f, policy, 8, rng) for f in floors])
-        print(f"one group of 8 runs, {name} policy: play_group + steps_from_runs "
+        _, t_group = timed(lambda: [lava.play_group(f, policy, 8, rng) for f in floors])
+        _, t_steps = timed(lambda: [lava.play_steps(f, policy, 8, rng) for f in floors])
+        print(f"one group of 8 runs, {name} policy: play_group "
               f"{t_group / len(floors) * 1e6:.0f} us, play_steps {t_steps / len(floors) * 1e6:.0f} us")
 
 

@@ -3,10 +3,11 @@ import numpy as np
 import pytest
 import torch
 
-from grpo import algos, lava
+from grpo import algos, lava, plots
 from grpo.algos import (clip_mask, clipped_update, critic_values, fit_critic, grad_log_pi,
-                        grpo_advantages, play_steps, policy_gradient, run_seeds, steps_from_runs,
-                        train_grpo, train_ppo, train_reinforce)
+                        grpo_advantages, policy_gradient, run_seeds, train_grpo, train_ppo,
+                        train_reinforce)
+from grpo.lava import play_steps, steps_from_runs
 
 torch.set_num_threads(1)
 
@@ -154,28 +155,6 @@ def test_fit_critic_descends_to_least_squares():
 
 
 # ---------------------------------------------------------------------------------------------
-# Playing: the fast player is play_group, run for run
-# ---------------------------------------------------------------------------------------------
-def test_play_steps_reproduces_play_group_exactly():
-    rng = np.random.default_rng(11)
-    for _ in range(200):
-        W = rng.normal(scale=2.0, size=(4, 2))
-        floor = lava.make_floor(rng)
-        seed = int(rng.integers(2**31))
-        G = int(rng.integers(1, 12))
-        a = steps_from_runs(lava.play_group(floor, W, G, np.random.default_rng(seed)))
-        b = play_steps(floor, W, G, np.random.default_rng(seed))
-        for key in ("S", "moves", "run", "scores", "final_tiles", "tiles"):
-            np.testing.assert_array_equal(getattr(a, key), getattr(b, key), err_msg=key)
-        assert b.G == G and b.N == len(b.moves)
-        for run_a, run_b in zip(lava.play_group(floor, W, G, np.random.default_rng(seed)),
-                                b.as_runs()):
-            np.testing.assert_array_equal(run_a.path, run_b.path)
-            np.testing.assert_array_equal(run_a.sensors, run_b.sensors)
-            assert run_a.score == run_b.score and run_a.exited == run_b.exited
-
-
-# ---------------------------------------------------------------------------------------------
 # Training: each algorithm's first update, by hand
 # ---------------------------------------------------------------------------------------------
 def first_group(seed, G=8):
@@ -320,7 +299,7 @@ def test_plot_seed_curves_draws_mean_and_band():
     import matplotlib.pyplot as plt
     sr = run_seeds("REINFORCE", seeds=[0, 1], updates=20)
     fig, ax = plt.subplots()
-    algos.plot_seed_curves(ax, sr)
+    plots.plot_seed_curves(ax, sr)
     np.testing.assert_allclose(ax.lines[0].get_ydata(), sr.curves.mean(axis=0))
     assert ax.lines[0].get_label().startswith("REINFORCE")
     plt.close(fig)

@@ -199,3 +199,35 @@ def test_omniscient_bound_dominates_every_policy_and_meets_the_ceiling():
     c = lava.ceiling(floors)
     assert c.score == pytest.approx(bound.mean_score, abs=1e-12)
     assert c.n_tied >= 1 and c.policy.shape == (8,)
+
+
+def reference_run(floor, W, coins):
+    """The rules, played the slow and obvious way: sensors() and policy_probs() on every tile."""
+    pos, path, moves = 0, [0], []
+    for u_policy, u_leap in coins:
+        p = policy_probs(W, sensors(floor, pos))
+        move = lava.LEAP if u_policy < p[lava.LEAP] else lava.STEP
+        pos += 1 if move == lava.STEP else (2 if u_leap < 0.5 else 3)
+        moves.append(move)
+        path.append(pos)
+        if pos >= EXIT or floor[pos]:
+            break
+    return path, moves
+
+
+def test_fast_player_matches_the_rules_played_slowly():
+    rng = np.random.default_rng(11)
+    for _ in range(150):
+        W = rng.normal(scale=2.0, size=(4, 2))
+        floor = make_floor(rng)
+        seed, G = int(rng.integers(2**31)), int(rng.integers(1, 10))
+        coins = np.random.default_rng(seed).random((G, EXIT, 2))
+        group = lava.play_steps(floor, W, G, np.random.default_rng(seed))
+        assert group.G == G and group.N == len(group.moves)
+        for g, run in enumerate(group.as_runs()):
+            path, moves = reference_run(floor, W, coins[g])
+            assert run.path.tolist() == path and run.moves.tolist() == moves
+            assert run.score == min(path[-1], EXIT) / EXIT
+        again = lava.steps_from_runs(group.as_runs())      # the two layouts round-trip
+        for key in ("S", "moves", "run", "scores", "final_tiles", "tiles"):
+            np.testing.assert_array_equal(getattr(again, key), getattr(group, key))

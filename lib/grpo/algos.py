@@ -9,7 +9,9 @@ they share live here once:
 * ``clipped_update``: PPO's clipped surrogate, used unchanged by PPO and by GRPO,
 * ``grpo_advantages``: the group-normalised advantage, GRPO's replacement for the critic,
 * ``fit_critic``: PPO's linear critic, fitted by least squares,
-* ``play_steps``: G runs of one floor, flattened into the step arrays the updates consume.
+
+Playing a group (``lava.play_steps``: G runs of one floor, flattened into the step arrays the
+updates consume) belongs to the game, in ``lava``.
 
 The shared protocol (chapters 2-4): 300 updates; each update draws a fresh floor from the
 training seed's generator and plays it G = 8 times; lr 0.5; W starts at 0; every 10 updates the
@@ -22,7 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import lava
-from .lava import EXIT, N_SENSORS, PATTERNS
+from .lava import N_SENSORS, play_steps
 
 # ---------------------------------------------------------------------------------------------
 # Input checks (every public function validates what it is given)
@@ -207,80 +209,6 @@ def fit_critic(v, S, targets, lr: float = 0.5, passes: int = 4) -> np.ndarray:
     for _ in range(passes):
         v = v - lr * ((S @ v - targets) @ S) / len(S)
     return v
-
-
-# ---------------------------------------------------------------------------------------------
-# Playing a group, flattened into steps
-# ---------------------------------------------------------------------------------------------
-@dataclass
-class Steps:
-    """A group of G runs of one floor, flattened: one row per step, in run order."""
-    S: np.ndarray             # (N, 4) sensor rows
-    moves: np.ndarray         # (N,) STEP=0 / LEAP=1
-    run: np.ndarray           # (N,) which run (0..G-1) each step belongs to
-    scores: np.ndarray        # (G,) each run's score
-    final_tiles: np.ndarray   # (G,) where each run ended (>= 39: exited)
-    tiles: np.ndarray         # (N,) the tile each step was taken from
-
-    @property
-    def G(self) -> int:
-        return len(self.scores)
-
-    @property
-    def N(self) -> int:
-        return len(self.moves)
-
-    def as_runs(self) -> list:
-        """The group as ``lava.Run`` objects (for drawing with ``plots.draw_run``)."""
-        return [lava.Run(sensors=self.S[self.run == i], moves=self.moves[self.run == i],
-                         path=np.r_[self.tiles[self.run == i], self.final_tiles[i]],
-                         score=float(self.scores[i])) for i in range(self.G)]
-
-
-def steps_from_runs(runs) -> Steps:
-    """Flatten a list of ``lava.Run`` into ``Steps``."""
-    if len(runs) == 0:
-        raise ValueError("the group is empty")
-    return Steps(S=np.concatenate([r.sensors for r in runs]),
-                 moves=np.concatenate([r.moves for r in runs]),
-                 run=np.concatenate([np.full(len(r.moves), i) for i, r in enumerate(runs)]),
-                 scores=np.array([r.score for r in runs]),
-                 final_tiles=np.array([r.final_tile for r in runs]),
-                 tiles=np.concatenate([r.path[:-1] for r in runs]))
-
-
-def play_steps(floor, W, G: int, rng: np.random.Generator) -> Steps:
-    """Play ``floor`` G times with policy W and return the group flattened into steps.
-
-    The same runs, from the same random numbers, as ``lava.play_group(floor, W, G, rng)``
-    (each run draws its 39 pairs of coins up front), written straight into flat lists instead of
-    one ``Run`` object per run: this loop is the training's hot spot (see bench/).
-    """
-    floor = lava.check_floor(floor)
-    G = _check_count("G", G, 1)
-    pattern = lava.pattern_index(floor)                     # (40,) sensor pattern on every tile
-    p_leap = lava.leap_probs(W)[pattern].tolist()           # LEAP probability on every tile
-    is_lava = floor.tolist() + [False] * 3                  # tiles past 39 are safe
-    coins = rng.random((G, EXIT, 2)).tolist()               # play_group's draws, in its order
-    tiles, moves, run, final = [], [], [], []
-    for g in range(G):
-        pos = 0
-        for u_policy, u_leap in coins[g]:
-            tiles.append(pos)
-            run.append(g)
-            if u_policy < p_leap[pos]:                      # LEAP: 2 or 3 tiles, a fair coin
-                moves.append(lava.LEAP)
-                pos += 2 if u_leap < 0.5 else 3
-            else:                                           # STEP: 1 tile
-                moves.append(lava.STEP)
-                pos += 1
-            if pos >= EXIT or is_lava[pos]:
-                break
-        final.append(pos)
-    tiles, final = np.array(tiles, dtype=np.int64), np.array(final, dtype=np.int64)
-    return Steps(S=PATTERNS[pattern[tiles]], moves=np.array(moves, dtype=np.int64),
-                 run=np.array(run, dtype=np.int64), scores=np.minimum(final, EXIT) / EXIT,
-                 final_tiles=final, tiles=tiles)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -525,17 +453,3 @@ def exact_gradient(W, floors, h: float = 1e-5) -> np.ndarray:
     tables = np.stack([lava.leap_probs(W + s * b) for b in bumps for s in (1, -1)])
     scores = lava.exact_score(floors, tables).mean_score.reshape(W.size, 2)
     return ((scores[:, 0] - scores[:, 1]) / (2 * h)).reshape(W.shape)
-
-
-def plot_seed_curves(ax, runs: SeedRuns, label: str | None = None, color: str | None = None,
-                     ls: str = "-") -> None:
-    """The seed-mean test-score curve with a band from the lowest to the highest seed."""
-    from .plots import COLORS
-    color = color or COLORS.get(runs.algo, "black")
-    curves = runs.curves
-    x = runs.eval_updates
-    ax.fill_between(x, curves.min(axis=0), curves.max(axis=0), color=color, alpha=0.18, lw=0)
-    ax.plot(x, curves.mean(axis=0), color=color, ls=ls, lw=1.8,
-            label=label if label is not None else f"{runs.algo} (mean of {len(curves)} seeds)")
-    ax.set_xlabel("update")
-    ax.set_ylabel("exact test score (200 floors)")

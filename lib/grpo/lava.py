@@ -28,10 +28,13 @@ PATTERN_NAMES = tuple("".join("L" if b else "." for b in row[:3].astype(int)) fo
 # ---------------------------------------------------------------------------------------------
 # Floors and sensors
 # ---------------------------------------------------------------------------------------------
-def make_floor(rng: np.random.Generator) -> np.ndarray:
-    """Draw one floor: 3-7 lava channels, 1 or 2 tiles wide, >= 2 safe tiles apart."""
+def make_floor(rng: np.random.Generator, all_wide: bool = False) -> np.ndarray:
+    """Draw one floor: 3-7 lava channels, 1 or 2 tiles wide, >= 2 safe tiles apart.
+
+    ``all_wide`` makes every channel two tiles wide (a "Try this" variant of chapter 4).
+    """
     k = int(rng.integers(3, 8))                    # channels, uniform on {3..7}
-    widths = rng.integers(1, 3, size=k)            # each 1 or 2 tiles wide
+    widths = np.full(k, 2) if all_wide else rng.integers(1, 3, size=k)   # 1 or 2 tiles wide
     spare = 32 - int(widths.sum()) - 2 * (k - 1)   # safe tiles for the k+1 gaps
     gaps = rng.multinomial(spare, np.full(k + 1, 1.0 / (k + 1)))
     floor = np.zeros(N_TILES, dtype=bool)
@@ -153,40 +156,91 @@ class Run:
         return self.final_tile >= EXIT
 
 
-def play(floor, policy, rng: np.random.Generator) -> Run:
-    """Play one run of ``floor`` with ``policy`` (weights W, or a LEAP table (8,))."""
-    return play_group(floor, policy, 1, rng)[0]
+@dataclass
+class Steps:
+    """A group of G runs of one floor, flattened: one row per step, in run order."""
+    S: np.ndarray             # (N, 4) sensor rows
+    moves: np.ndarray         # (N,) STEP=0 / LEAP=1
+    run: np.ndarray           # (N,) which run (0..G-1) each step belongs to
+    scores: np.ndarray        # (G,) each run's score
+    final_tiles: np.ndarray   # (G,) where each run ended (>= 39: exited)
+    tiles: np.ndarray         # (N,) the tile each step was taken from
+
+    @property
+    def G(self) -> int:
+        return len(self.scores)
+
+    @property
+    def N(self) -> int:
+        return len(self.moves)
+
+    def as_runs(self) -> list[Run]:
+        """The group as one ``Run`` per run (for reading one run, or drawing it)."""
+        cuts = np.cumsum(np.bincount(self.run, minlength=self.G))[:-1]
+        return [Run(sensors=S, moves=m, path=np.r_[t, end], score=float(score))
+                for S, m, t, end, score in zip(np.split(self.S, cuts), np.split(self.moves, cuts),
+                                               np.split(self.tiles, cuts), self.final_tiles,
+                                               self.scores)]
 
 
-def play_group(floor, policy, G: int, rng: np.random.Generator) -> list[Run]:
-    """Play ``floor`` ``G`` times with the same policy (GRPO's group; G=1 is a single run).
+def steps_from_runs(runs) -> Steps:
+    """Flatten a list of ``Run`` into ``Steps`` (the inverse of ``Steps.as_runs``)."""
+    if len(runs) == 0:
+        raise ValueError("the group is empty")
+    return Steps(S=np.concatenate([r.sensors for r in runs]),
+                 moves=np.concatenate([r.moves for r in runs]),
+                 run=np.concatenate([np.full(len(r.moves), i) for i, r in enumerate(runs)]),
+                 scores=np.array([r.score for r in runs]),
+                 final_tiles=np.array([r.final_tile for r in runs]),
+                 tiles=np.concatenate([r.path[:-1] for r in runs]))
 
-    ``policy`` is the weight matrix W (4, 2) or a LEAP-probability table (8,). Each run draws exactly 2*39 uniforms, one pair per possible move (policy coin, leap coin),
-    so the random stream does not depend on how long earlier runs lasted.
+
+def play_steps(floor, policy, G: int, rng: np.random.Generator) -> Steps:
+    """Play ``floor`` G times with one policy; return the group flattened into steps.
+
+    ``policy`` is the weight matrix W (4, 2) or a LEAP-probability table (8,). Each run draws
+    its 39 pairs of coins (policy, leap) up front, so the random stream does not depend on how
+    long earlier runs lasted. This loop is the training's hot spot (see bench/).
     """
     floor = check_floor(floor)
     if int(G) != G or G < 1:
         raise ValueError(f"G must be a positive integer, got {G}")
-    rows = PATTERNS[pattern_index(floor)]                  # (40, 4) sensor row on every tile
     table = _policy_table(policy)
     if len(table) != 1:
         raise ValueError("play one policy at a time: W (4, 2) or a LEAP table (8,)")
-    p_leap = table[0][pattern_index(floor)].tolist()    # LEAP probability on every tile
-    lava = floor.tolist()
-    runs = []
-    for _ in range(int(G)):
-        coins = rng.random((EXIT, 2)).tolist()
-        pos, path, moves = 0, [0], []
-        for u_policy, u_leap in coins:
-            move = LEAP if u_policy < p_leap[pos] else STEP
-            pos += 1 if move == STEP else (2 if u_leap < 0.5 else 3)
-            moves.append(move)
-            path.append(pos)
-            if pos >= EXIT or lava[pos]:
+    pattern = pattern_index(floor)                          # (40,) sensor pattern on every tile
+    p_leap = table[0][pattern].tolist()                     # LEAP probability on every tile
+    is_lava = floor.tolist()
+    coins = rng.random((int(G), EXIT, 2)).tolist()
+    tiles, moves, run, final = [], [], [], []
+    for g in range(int(G)):
+        pos = 0
+        for u_policy, u_leap in coins[g]:
+            tiles.append(pos)
+            run.append(g)
+            if u_policy < p_leap[pos]:                      # LEAP: 2 or 3 tiles, a fair coin
+                moves.append(LEAP)
+                pos += 2 if u_leap < 0.5 else 3
+            else:                                           # STEP: 1 tile
+                moves.append(STEP)
+                pos += 1
+            if pos >= EXIT or is_lava[pos]:                 # the dock, or lava: the run ends
                 break
-        runs.append(Run(sensors=rows[path[:-1]], moves=np.array(moves, dtype=np.int64),
-                        path=np.array(path, dtype=np.int64), score=min(pos, EXIT) / EXIT))
-    return runs
+        final.append(pos)
+    tiles, final = np.array(tiles, dtype=np.int64), np.array(final, dtype=np.int64)
+    return Steps(S=PATTERNS[pattern[tiles]], moves=np.array(moves, dtype=np.int64),
+                 run=np.array(run, dtype=np.int64), scores=np.minimum(final, EXIT) / EXIT,
+                 final_tiles=final, tiles=tiles)
+
+
+def play_group(floor, policy, G: int, rng: np.random.Generator) -> list[Run]:
+    """Play ``floor`` G times with the same policy (GRPO's group), one ``Run`` per run."""
+    return play_steps(floor, policy, G, rng).as_runs()
+
+
+def play(floor, policy, rng: np.random.Generator) -> Run:
+    """Play one run of ``floor`` with ``policy`` (weights W, or a LEAP table (8,))."""
+    return play_group(floor, policy, 1, rng)[0]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -285,9 +339,9 @@ def monte_carlo_score(floors, policy, n_runs: int, rng: np.random.Generator) -> 
     """Mean score and exit rate per floor from ``n_runs`` sampled runs (a check on exact_score)."""
     floors = check_floor(floors, batch=True)
     floors = np.atleast_2d(floors)
-    runs = [play_group(f, policy, n_runs, rng) for f in floors]
-    return Evaluation(score=np.array([np.mean([r.score for r in rs]) for rs in runs]),
-                      exit=np.array([np.mean([r.exited for r in rs]) for rs in runs]))
+    groups = [play_steps(f, policy, n_runs, rng) for f in floors]
+    return Evaluation(score=np.array([g.scores.mean() for g in groups]),
+                      exit=np.array([(g.final_tiles >= EXIT).mean() for g in groups]))
 
 
 @dataclass
@@ -314,20 +368,9 @@ def ceiling(floors=None) -> Ceiling:
 
 
 def make_wide_floor(rng: np.random.Generator) -> np.ndarray:
-    """Draw one floor by ``make_floor``'s rules, except that every channel is two tiles wide.
-
-    A "Try this" variant (chapter 4): every crossing is then a 50/50 leap that no policy can
-    improve, so the best possible exit probability on a floor with k channels is 2**-k.
-    """
-    k = int(rng.integers(3, 8))                        # number of channels, uniform on {3..7}
-    spare = 32 - 2 * k - 2 * (k - 1)                   # safe tiles left to spread over k+1 gaps
-    gaps = rng.multinomial(spare, np.full(k + 1, 1.0 / (k + 1)))
-    floor = np.zeros(N_TILES, dtype=bool)
-    start = LAVA_ZONE[0] + gaps[0]
-    for i in range(k):
-        floor[start:start + 2] = True
-        start = start + 2 + 2 + (gaps[i + 1] if i + 1 < k else 0)
-    return floor
+    """``make_floor`` with every channel two tiles wide: each crossing is then a 50/50 leap that
+    no policy can improve, so the best exit probability on a floor with k channels is 2**-k."""
+    return make_floor(rng, all_wide=True)
 
 
 def best_moves(floors=None) -> tuple[str, ...]:

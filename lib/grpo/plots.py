@@ -111,3 +111,17 @@ def animate_run(floor, run, interval: int = 450) -> FuncAnimation:
     anim = FuncAnimation(fig, frame, frames=len(path), interval=interval, blit=False)
     plt.close(fig)
     return anim
+
+
+def plot_seed_curves(ax, runs, label: str | None = None, color: str | None = None,
+                     ls: str = "-") -> None:
+    """The seed-mean test-score curve of ``algos.SeedRuns``, with a band from the lowest to the
+    highest seed."""
+    color = color or COLORS.get(runs.algo, "black")
+    curves = runs.curves
+    x = runs.eval_updates
+    ax.fill_between(x, curves.min(axis=0), curves.max(axis=0), color=color, alpha=0.18, lw=0)
+    ax.plot(x, curves.mean(axis=0), color=color, ls=ls, lw=1.8,
+            label=label if label is not None else f"{runs.algo} (mean of {len(curves)} seeds)")
+    ax.set_xlabel("update")
+    ax.set_ylabel("exact test score (200 floors)")

@@ -1,6 +1,11 @@
 """GRPO from scratch: the shared code behind the book's chapters.
 
-Modules: ``lava`` (the lava-leap game and its exact evaluator), ``plots`` (the book's figure
-style), ``results`` (each chapter's headline figures in data/results/).
+Modules:
+    lava     the lava-leap game: floors, sensors, the softmax policy, play, exact evaluation
+    algos    REINFORCE, PPO with a critic and GRPO, sharing one clipped update (chapters 2-4)
+    kl       the k1/k2/k3 KL estimators for NumPy and torch (chapter 5 onward)
+    plots    the book's figure style, palette, floor drawings and animations
+    display  showing lib source and computed tables in the chapters
+    results  each chapter's headline figures in data/results/
 """
 __version__ = "0.1.0"

@@ -24,5 +24,9 @@ for name in sys.argv[1:]:
     for i, cell in enumerate(nb.cells):
         cell.metadata.pop("execution", None)
         cell.id = f"cell-{i:03d}"         # stable ids: a re-run leaves no diff
+        for k, out in enumerate(cell.get("outputs", [])):
+            view = out.get("data", {}).get("application/vnd.jupyter.widget-view+json")
+            if view:                      # random per run, and no widget state is stored
+                view["model_id"] = f"{cell.id}-widget-{k}"
     nbformat.write(nb, path)
     print(f"{path}: executed in {time.perf_counter() - start:.1f} s", flush=True)

@@ -211,11 +211,15 @@ def play_steps(floor, policy, G: int, rng: np.random.Generator) -> Steps:
     pattern = pattern_index(floor)                          # (40,) sensor pattern on every tile
     p_leap = table[0][pattern].tolist()                     # LEAP probability on every tile
     is_lava = floor.tolist()
-    coins = rng.random((int(G), EXIT, 2)).tolist()
+    # one flat list of floats: (policy coin, leap coin) pairs, 39 pairs per run, run after run
+    # (a nested list would be one tracked object per step, and Python's garbage collector slows
+    # down badly when a notebook's heap is large)
+    coins = rng.random(int(G) * EXIT * 2).tolist()
     tiles, moves, run, final = [], [], [], []
     for g in range(int(G)):
         pos = 0
-        for u_policy, u_leap in coins[g]:
+        for k in range(2 * EXIT * g, 2 * EXIT * (g + 1), 2):
+            u_policy, u_leap = coins[k], coins[k + 1]
             tiles.append(pos)
             run.append(g)
             if u_policy < p_leap[pos]:                      # LEAP: 2 or 3 tiles, a fair coin

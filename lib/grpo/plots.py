@@ -1,9 +1,13 @@
 """One figure style for the whole book: fonts, a fixed colour per algorithm, floor drawings."""
 from __future__ import annotations
 
+import hashlib
+import re
+
 import matplotlib as mpl
 import matplotlib.pyplot as plt
 import numpy as np
+from IPython.display import HTML
 from matplotlib.animation import FuncAnimation
 from matplotlib.patches import Rectangle
 
@@ -125,3 +129,18 @@ def plot_seed_curves(ax, runs, label: str | None = None, color: str | None = Non
             label=label if label is not None else f"{runs.algo} (mean of {len(curves)} seeds)")
     ax.set_xlabel("update")
     ax.set_ylabel("exact test score (200 floors)")
+
+
+def animation_html(anim: FuncAnimation, name: str) -> HTML:
+    """``anim.to_jshtml()`` with a stable element id derived from ``name`` (unique per page).
+
+    matplotlib names the player's elements with a random uuid, so every re-run would change the
+    stored notebook; a stable id keeps ``make execute`` free of noise diffs.
+    """
+    if not name:
+        raise ValueError("name must be a non-empty string, unique among a page's animations")
+    html = anim.to_jshtml()
+    found = re.search(r"_anim_img([0-9a-f]{32})", html)
+    if found is None:
+        raise ValueError("not a matplotlib to_jshtml() player")
+    return HTML(html.replace(found.group(1), hashlib.md5(name.encode()).hexdigest()))

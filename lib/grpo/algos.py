@@ -83,6 +83,7 @@ def grad_log_pi(W, S, moves) -> np.ndarray:
     pi = lava.policy_probs(W, S)                       # (N, 2)
     onehot = np.eye(2)[moves]                          # (N, 2)
     g = S[:, :, None] * (onehot - pi)[:, None, :]      # (N, 4, 2): outer(s, onehot(a) - pi)
+    g = g + 0.0                                        # rows whose sensor is 0: -0.0 -> 0.0
     return g[0] if single else g
 
 

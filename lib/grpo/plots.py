@@ -11,7 +11,7 @@ from IPython.display import HTML
 from matplotlib.animation import FuncAnimation
 from matplotlib.patches import Rectangle
 
-from .lava import EXIT, N_TILES, check_floor
+from .lava import EXIT, N_TILES, check_floor, exact_score, play_group
 
 # Okabe-Ito colour-blind-safe palette; an algorithm keeps its colour in every chapter.
 COLORS = {
@@ -79,6 +79,62 @@ def draw_run(ax, run, y: float = 0.0, color: str | None = None) -> None:
         ax.plot([end], [y + 0.45], "*", color=color, ms=11)
     else:
         ax.plot([end], [y], "X", color="black", ms=9)
+
+
+def draw_runs(ax, floor, runs, labels=None, color: str | None = None, spacing: float = 1.9) -> None:
+    """Draw ``runs`` of one floor stacked top to bottom, each above its own copy of the floor.
+
+    ``labels`` (one per run, default "score 0.xxx") are written left of each floor.
+    """
+    runs = list(runs)
+    if not runs:
+        raise ValueError("runs is empty: nothing to draw")
+    if labels is None:
+        labels = [f"score {run.score:.3f}" for run in runs]
+    labels = list(labels)
+    if len(labels) != len(runs):
+        raise ValueError(f"need one label per run: {len(runs)} runs, {len(labels)} labels")
+    for i, (run, label) in enumerate(zip(runs, labels)):
+        draw_floor(ax, floor, y=-spacing * i, label=label)
+        draw_run(ax, run, y=-spacing * i, color=color)
+    ax.set_ylim(-spacing * (len(runs) - 1) - 0.6, 1.6)
+    ax.set_xticks(range(0, N_TILES, 5))
+    ax.set_xlabel("tile")
+
+
+def _policy_color(label: str) -> str:
+    """A policy label's colour: grey for "untrained", else the first algorithm named in it."""
+    if "untrained" in label.lower():
+        return COLORS["untrained"]
+    for algo in ("GRPO", "PPO", "REINFORCE"):
+        if algo in label:
+            return COLORS[algo]
+    return COLORS["path"]
+
+
+def before_after_runs(floor, policies, G: int = 8, seed: int = 0):
+    """One panel per policy: its G runs of ``floor`` stacked, side by side, and return the Figure.
+
+    ``policies`` maps a label (e.g. "untrained", "GRPO, trained") to a weight matrix W (4, 2) or a
+    LEAP table (8,). Every policy plays with the same generator seed, so the panels differ only by
+    the policy. Each panel's title gives the policy's exact expected score on this floor.
+    """
+    floor = check_floor(floor)
+    if not isinstance(policies, dict) or not policies:
+        raise ValueError("policies must be a non-empty dict {label: W}")
+    if isinstance(G, bool) or int(G) != G or G < 1:
+        raise ValueError(f"G must be a positive integer, got {G!r}")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    fig, axes = plt.subplots(1, len(policies), figsize=(4.6 * len(policies), 0.75 * int(G) + 1.2),
+                             squeeze=False)
+    for ax, (label, W) in zip(axes[0], policies.items()):
+        runs = play_group(floor, W, int(G), np.random.default_rng(int(seed)))
+        draw_runs(ax, floor, runs, color=_policy_color(str(label)))
+        expected = float(exact_score(floor, W).score)
+        ax.set_title(f"{label}: expected score {expected:.3f}", fontsize=10)
+    fig.tight_layout()
+    return fig
 
 
 def animate_run(floor, run, interval: int = 450) -> FuncAnimation:

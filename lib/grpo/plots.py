@@ -113,7 +113,7 @@ def _policy_color(label: str) -> str:
 
 
 def before_after_runs(floor, policies, G: int = 8, seed: int = 0):
-    """One panel per policy: its G runs of ``floor`` stacked, side by side, and return the Figure.
+    """One panel per policy, one above the other: its G runs of ``floor`` stacked; returns the Figure.
 
     ``policies`` maps a label (e.g. "untrained", "GRPO, trained") to a weight matrix W (4, 2) or a
     LEAP table (8,). Every policy plays with the same generator seed, so the panels differ only by
@@ -126,9 +126,10 @@ def before_after_runs(floor, policies, G: int = 8, seed: int = 0):
         raise ValueError(f"G must be a positive integer, got {G!r}")
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
-    fig, axes = plt.subplots(1, len(policies), figsize=(4.6 * len(policies), 0.75 * int(G) + 1.2),
+    panel_height = 9.0 * (1.9 * int(G) + 0.4) / 44 + 0.5       # equal-aspect tiles, 9 in wide
+    fig, axes = plt.subplots(len(policies), 1, figsize=(9, panel_height * len(policies)),
                              squeeze=False)
-    for ax, (label, W) in zip(axes[0], policies.items()):
+    for ax, (label, W) in zip(axes[:, 0], policies.items()):
         runs = play_group(floor, W, int(G), np.random.default_rng(int(seed)))
         draw_runs(ax, floor, runs, color=_policy_color(str(label)))
         expected = float(exact_score(floor, W).score)

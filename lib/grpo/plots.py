@@ -188,6 +188,19 @@ def plot_seed_curves(ax, runs, label: str | None = None, color: str | None = Non
     ax.set_ylabel("exact test score (200 floors)")
 
 
+def curve_axes(ax, ceiling: float, untrained: float, ylim=(0.25, 0.62)) -> None:
+    """A learning-curve panel's reference lines: the best possible score and the untrained bot's."""
+    for name, value in (("ceiling", ceiling), ("untrained", untrained)):
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.floating)) \
+                or not np.isfinite(value):
+            raise ValueError(f"{name} must be a finite score, got {value!r}")
+    ax.axhline(ceiling, color=COLORS["ceiling"], ls=":", lw=1.2,
+               label=f"best possible {ceiling:.3f}")
+    ax.axhline(untrained, color=COLORS["untrained"], ls="--", lw=1,
+               label=f"untrained {untrained:.3f}")
+    ax.set_ylim(*ylim)
+
+
 def animation_html(anim: FuncAnimation, name: str) -> HTML:
     """``anim.to_jshtml()`` with a stable element id derived from ``name`` (unique per page).
 

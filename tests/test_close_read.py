@@ -196,3 +196,14 @@ def test_softmax_and_random_pair():
 
 def test_markdown_table_accepts_an_escaped_bar():
     assert "| a \\|x\\| |" in display.markdown_table(["a \\|x\\|"], [["1"]]).data
+
+
+def test_first_updates_reaching_per_seed():
+    sr = algos.run_seeds("GRPO", seeds=[0, 1], updates=30)
+    level = float(sr.curves[0, 2])                       # seed 0's score at update 20
+    per_seed = sr.first_updates_reaching_per_seed(level)
+    assert per_seed[0] <= 20
+    for seed_curve, hit in zip(sr.curves, per_seed):
+        reached = np.flatnonzero(seed_curve >= level)
+        assert hit == (None if len(reached) == 0 else int(sr.eval_updates[reached[0]]))
+    assert sr.first_updates_reaching_per_seed(2.0) == [None, None]

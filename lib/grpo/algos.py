@@ -31,7 +31,15 @@ from .lava import N_SENSORS, play_steps
 # ---------------------------------------------------------------------------------------------
 
 
-def _check_batch(W, S, moves):
+def _check_batch(W, S, moves, **per_step):
+    """Validate W, sensor rows S (N, 4) and moves (N,), plus any per-step arrays given by name."""
+    W, S, moves = _check_steps(W, S, moves)
+    if not per_step:
+        return W, S, moves
+    return (W, S, moves, *(_check_per_step(k, x, len(S)) for k, x in per_step.items()))
+
+
+def _check_steps(W, S, moves):
     W = lava.check_weights(W)
     S = np.asarray(S, dtype=float)
     moves = np.asarray(moves)
@@ -123,8 +131,7 @@ def policy_gradient(W, S, moves, weights) -> np.ndarray:
     REINFORCE uses each step's run score as its weight: W += lr * policy_gradient(W, S, moves,
     score). With an advantage as the weight it is the plain advantage-weighted policy gradient.
     """
-    W, S, moves = _check_batch(W, S, moves)
-    weights = _check_per_step("weights", weights, len(S))
+    W, S, moves, weights = _check_batch(W, S, moves, weights=weights)
     coef = weights / len(S)
     onehot = np.eye(2)[moves]
     # sum_n coef_n * grad_log_pi(W, s_n, a_n) as one (4, N) @ (N, 2) product
@@ -155,11 +162,16 @@ def clip_mask(rho, adv, eps: float) -> np.ndarray:
     (already pushed down far enough). A *correction*, rho outside the band against A's direction,
     keeps the unclipped branch and its gradient.
     """
+    rho, adv = _check_clip_args(rho, adv, eps)
+    return ((adv > 0) & (rho > 1 + eps)) | ((adv < 0) & (rho < 1 - eps))
+
+
+def _check_clip_args(rho, adv, eps):
     rho, adv = np.asarray(rho, dtype=float), np.asarray(adv, dtype=float)
     if rho.shape != adv.shape:
         raise ValueError(f"rho and adv must have the same shape, got {rho.shape} and {adv.shape}")
     _check_eps(eps)
-    return ((adv > 0) & (rho > 1 + eps)) | ((adv < 0) & (rho < 1 - eps))
+    return rho, adv
 
 
 def clipped_update(W, S, moves, adv, lr: float, eps: float = 0.2, passes: int = 4,
@@ -199,6 +211,13 @@ def grpo_advantages(scores) -> np.ndarray:
 
     A group whose scores are all equal carries no signal: every advantage is exactly 0.
     """
+    r = _check_group_scores(scores)
+    if np.all(r == r[0]):
+        return np.zeros_like(r)        # exactly 0: r - r.mean() can be off by rounding, / 1e-8
+    return (r - r.mean()) / (r.std() + 1e-8)
+
+
+def _check_group_scores(scores):
     r = np.asarray(scores, dtype=float)
     if r.ndim != 1:
         raise ValueError(f"scores must be one group, shape (G,), got {r.shape}")
@@ -206,38 +225,39 @@ def grpo_advantages(scores) -> np.ndarray:
         raise ValueError(f"a group needs G >= 2 scores to compare, got G = {len(r)}")
     if not np.isfinite(r).all():
         raise ValueError("scores contain NaN or inf")
-    if np.all(r == r[0]):
-        return np.zeros_like(r)        # exactly 0: r - r.mean() can be off by rounding, / 1e-8
-    return (r - r.mean()) / (r.std() + 1e-8)
+    return r
+
+
+def _check_critic(v):
+    v = np.asarray(v, dtype=float)
+    if v.shape != (N_SENSORS,) or not np.isfinite(v).all():
+        raise ValueError(f"v must be a finite vector of shape (4,), got {v.shape}")
+    return v
 
 
 def critic_values(v, S) -> np.ndarray:
     """The linear critic's forecast V(s) = v . s for each sensor row."""
-    v = np.asarray(v, dtype=float)
-    if v.shape != (N_SENSORS,) or not np.isfinite(v).all():
-        raise ValueError(f"v must be a finite vector of shape (4,), got {v.shape}")
-    S = np.asarray(S, dtype=float)
-    if S.ndim == 0 or S.shape[-1] != N_SENSORS:
-        raise ValueError(f"sensor rows must have shape (..., 4), got {S.shape}")
-    if not np.isfinite(S).all():
-        raise ValueError("sensor rows contain NaN or inf")
+    v, S = _check_critic(v), lava.check_sensor_rows(S)
     return S @ v
 
 
 def fit_critic(v, S, targets, lr: float = 0.5, passes: int = 4) -> np.ndarray:
     """``passes`` gradient steps of least squares, mean (v.s - target)^2 / 2, from v; returns v."""
-    v = np.asarray(v, dtype=float)
-    critic_values(v, np.zeros(N_SENSORS))                    # validates v
-    _, S, _ = _check_batch(np.zeros((N_SENSORS, 2)), S, np.zeros(len(np.atleast_1d(S)), int))
-    targets = _check_per_step("targets", targets, len(S))
-    _check_positive("lr", lr)
-    passes = _check_count("passes", passes, 1)
+    v, S, targets, passes = _check_fit_args(v, S, targets, lr, passes)
     for _ in range(passes):
         v = v - lr * ((S @ v - targets) @ S) / len(S)
     if not np.isfinite(v).all() or np.abs(v).max() > CRITIC_BLOWUP:
         raise ValueError(f"the critic diverged (|v| reached {np.abs(v).max():.3g}): critic_lr {lr} "
                          f"is too large for these sensor rows")
     return v
+
+
+def _check_fit_args(v, S, targets, lr, passes):
+    v = _check_critic(v)
+    _, S, _, targets = _check_batch(np.zeros((N_SENSORS, 2)), S,
+                                    np.zeros(len(np.atleast_1d(S)), int), targets=targets)
+    _check_positive("lr", lr)
+    return v, S, targets, _check_count("passes", passes, 1)
 
 
 CRITIC_BLOWUP = 1e6   # a least-squares fit of scores in [0, 1] on 0/1 sensors never gets near it
@@ -317,11 +337,7 @@ def step_divisors(run, G: int, averaging: str = "batch_steps") -> np.ndarray:
       (DeepSeekMath eq. 3);
     * ``"constant"``: d = G * 39, a fixed normaliser, the longest possible run (Dr. GRPO).
     """
-    run = np.asarray(run)
-    G = _check_count("G", G, 1)
-    if run.ndim != 1 or len(run) == 0 or not np.issubdtype(run.dtype, np.integer) \
-            or run.min() < 0 or run.max() >= G:
-        raise ValueError(f"run must be a non-empty vector of run indices in 0..{G - 1}")
+    run, G = _check_runs(run, G)
     if averaging == "batch_steps":
         return np.full(len(run), len(run))
     if averaging == "per_answer":
@@ -329,6 +345,15 @@ def step_divisors(run, G: int, averaging: str = "batch_steps") -> np.ndarray:
     if averaging == "constant":
         return np.full(len(run), G * lava.EXIT)
     raise ValueError(f"averaging must be one of {AVERAGING}, got {averaging!r}")
+
+
+def _check_runs(run, G):
+    run = np.asarray(run)
+    G = _check_count("G", G, 1)
+    if run.ndim != 1 or len(run) == 0 or not np.issubdtype(run.dtype, np.integer) \
+            or run.min() < 0 or run.max() >= G:
+        raise ValueError(f"run must be a non-empty vector of run indices in 0..{G - 1}")
+    return run, G
 
 
 # ---------------------------------------------------------------------------------------------
@@ -540,6 +565,11 @@ class SeedRuns:
         hit = np.flatnonzero(self.curves.mean(axis=0) >= level)
         return int(self.eval_updates[hit[0]]) if len(hit) else None
 
+    def first_updates_reaching_per_seed(self, level: float) -> list:
+        """For each seed alone, the first evaluated update whose test score reaches ``level``
+        (None for a seed that never does)."""
+        return [SeedRuns(self.algo, [r]).first_update_reaching(level) for r in self.runs]
+
 
 def run_seeds(algo: str, seeds=range(5), **hparams) -> SeedRuns:
     """Train ``algo`` ('REINFORCE', 'PPO' or 'GRPO') once per seed with the same hparams."""
@@ -562,9 +592,13 @@ def exact_gradient(W, floors, h: float = 1e-5) -> np.ndarray:
     The true gradient of the expected score, with no sampling noise: what every sampled update
     is trying to estimate. All 16 perturbed policies are scored in one batched call.
     """
-    W = lava.check_weights(W)
-    _check_positive("h", h)
+    W = _check_gradient_args(W, h)
     bumps = np.eye(W.size).reshape(W.size, *W.shape) * h            # (8, 4, 2)
     tables = np.stack([lava.leap_probs(W + s * b) for b in bumps for s in (1, -1)])
     scores = lava.exact_score(floors, tables).mean_score.reshape(W.size, 2)
     return ((scores[:, 0] - scores[:, 1]) / (2 * h)).reshape(W.shape)
+
+
+def _check_gradient_args(W, h):
+    _check_positive("h", h)
+    return lava.check_weights(W)

@@ -163,6 +163,15 @@ def expected_estimator_grad(estimator, logits, logp_ref, sample_probs=None):
     every action (shape (V,)); ``sample_probs`` is the sampling distribution, pi_theta by default
     (pass pi_theta_old's probabilities for the off-policy case). Returns a tensor of shape (V,).
     """
+    torch, sample_probs = _check_grad_args(logits, logp_ref, sample_probs)
+    z = logits.detach().clone().requires_grad_(True)
+    logp = torch.log_softmax(z, dim=-1)
+    w = logp.detach().exp() if sample_probs is None else sample_probs
+    (grad,) = torch.autograd.grad((w.detach() * estimator(logp, logp_ref.detach())).sum(), z)
+    return grad
+
+
+def _check_grad_args(logits, logp_ref, sample_probs):
     torch = _torch()
     if torch is None or not _is_tensor(logits):
         raise ValueError("logits must be a torch tensor")
@@ -172,17 +181,15 @@ def expected_estimator_grad(estimator, logits, logp_ref, sample_probs=None):
         raise ValueError("logits must be finite")
     if not _is_tensor(logp_ref) or tuple(logp_ref.shape) != tuple(logits.shape):
         raise ValueError("logp_ref must be a torch tensor with the same shape as logits")
-    if sample_probs is not None and not _is_tensor(sample_probs):
+    if sample_probs is None:
+        return torch, None
+    if not _is_tensor(sample_probs):
         raise TypeError(f"sample_probs must be a torch tensor like logits, got "
                         f"{type(sample_probs).__name__}")
-    z = logits.detach().clone().requires_grad_(True)
-    logp = torch.log_softmax(z, dim=-1)
-    w = logp.detach().exp() if sample_probs is None else check_distribution(sample_probs,
-                                                                             "sample_probs")
-    if tuple(w.shape) != tuple(z.shape):
+    w = check_distribution(sample_probs, "sample_probs")
+    if tuple(w.shape) != tuple(logits.shape):
         raise ValueError("sample_probs must have the same shape as logits")
-    (grad,) = torch.autograd.grad((w.detach() * estimator(logp, logp_ref.detach())).sum(), z)
-    return grad
+    return torch, w
 
 
 # ---------------------------------------------------------------------------------------------

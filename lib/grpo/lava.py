@@ -151,16 +151,21 @@ def check_weights(W) -> np.ndarray:
 
 def policy_probs(W, S) -> np.ndarray:
     """pi(.|s) = softmax(s @ W), max-shifted; ``S`` is one sensor row (4,) or a stack (..., 4)."""
-    W = check_weights(W)
+    W, S = check_weights(W), check_sensor_rows(S)
+    logits = S @ W
+    logits = logits - logits.max(axis=-1, keepdims=True)
+    e = np.exp(logits)
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def check_sensor_rows(S) -> np.ndarray:
+    """Validate sensor rows (4,) or (..., 4), finite; return them as floats."""
     S = np.asarray(S, dtype=float)
     if S.ndim == 0 or S.shape[-1] != N_SENSORS:
         raise ValueError(f"sensor rows must have shape (..., 4), got {S.shape}")
     if not np.isfinite(S).all():
         raise ValueError("sensor rows contain NaN or inf")
-    logits = S @ W
-    logits = logits - logits.max(axis=-1, keepdims=True)
-    e = np.exp(logits)
-    return e / e.sum(axis=-1, keepdims=True)
+    return S
 
 
 def leap_probs(W) -> np.ndarray:
@@ -234,19 +239,11 @@ def play_steps(floor, policy, G: int, rng: np.random.Generator) -> Steps:
     its 39 pairs of coins (policy, leap) up front, so the random stream does not depend on how
     long earlier runs lasted. This loop is the training's hot spot (see bench/).
     """
-    floor = check_floor(floor)
-    if isinstance(G, bool) or not isinstance(G, (int, np.integer)) or G < 1:
-        raise ValueError(f"G must be a positive integer, got {G!r}")
-    check_rng(rng)
-    table = _policy_table(policy)
-    if len(table) != 1:
-        raise ValueError("play one policy at a time: W (4, 2) or a LEAP table (8,)")
+    floor, table = _check_play_args(floor, policy, G, rng)
     pattern = pattern_index(floor)                          # (40,) sensor pattern on every tile
     p_leap = table[0][pattern].tolist()                     # LEAP probability on every tile
     is_lava = floor.tolist()
     # one flat list of floats: (policy coin, leap coin) pairs, 39 pairs per run, run after run
-    # (a nested list would be one tracked object per step, and Python's garbage collector slows
-    # down badly when a notebook's heap is large)
     coins = rng.random(int(G) * EXIT * 2).tolist()
     tiles, moves, run, final = [], [], [], []
     for g in range(int(G)):
@@ -268,6 +265,20 @@ def play_steps(floor, policy, G: int, rng: np.random.Generator) -> Steps:
     return Steps(S=PATTERNS[pattern[tiles]], moves=np.array(moves, dtype=np.int64),
                  run=np.array(run, dtype=np.int64), scores=np.minimum(final, EXIT) / EXIT,
                  final_tiles=final, tiles=tiles)
+
+
+# play_steps keeps the coins in one flat list of floats on purpose: a nested list would be one
+# tracked object per step, and Python's garbage collector slows down badly when a notebook's
+# heap is large (see bench/).
+def _check_play_args(floor, policy, G, rng):
+    floor = check_floor(floor)
+    if isinstance(G, bool) or not isinstance(G, (int, np.integer)) or G < 1:
+        raise ValueError(f"G must be a positive integer, got {G!r}")
+    check_rng(rng)
+    table = _policy_table(policy)
+    if len(table) != 1:
+        raise ValueError("play one policy at a time: W (4, 2) or a LEAP table (8,)")
+    return floor, table
 
 
 def play_group(floor, policy, G: int, rng: np.random.Generator) -> list[Run]:

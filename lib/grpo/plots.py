@@ -27,6 +27,9 @@ COLORS = {
     "safe": "#F3EEE3",
     "exit": "#56B4E9",
     "path": "#0072B2",
+    "batch_steps": "#009E73",      # chapter 4: how the update averages over steps
+    "per_answer": "#CC79A7",
+    "constant": "#56B4E9",
 }
 
 

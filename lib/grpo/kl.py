@@ -94,16 +94,21 @@ def kl_k3(logp, logp_ref, max_log_ratio: float | None = None):
 
     ``max_log_ratio``: if given, u is clamped to at most this value before k3 is computed.
     """
-    u = log_ratio(logp, logp_ref)
-    if max_log_ratio is not None:
-        if not np.isfinite(max_log_ratio) or max_log_ratio <= 0:
-            raise ValueError(f"max_log_ratio must be a positive finite number, got {max_log_ratio}")
-        u = u.clamp(max=max_log_ratio) if _is_tensor(u) else np.minimum(u, max_log_ratio)
+    u = _clamp_log_ratio(log_ratio(logp, logp_ref), max_log_ratio)
     # u = -inf -> -1 + inf = inf; u large -> expm1 overflows to inf, inf - u = inf; never NaN
     if _is_tensor(u):
         return _torch().expm1(u) - u
     with np.errstate(over="ignore"):
         return np.expm1(u) - u
+
+
+def _clamp_log_ratio(u, max_log_ratio):
+    """u clamped to at most ``max_log_ratio`` (a positive finite number), or u unchanged if None."""
+    if max_log_ratio is None:
+        return u
+    if not np.isfinite(max_log_ratio) or max_log_ratio <= 0:
+        raise ValueError(f"max_log_ratio must be a positive finite number, got {max_log_ratio}")
+    return u.clamp(max=max_log_ratio) if _is_tensor(u) else np.minimum(u, max_log_ratio)
 
 
 def check_distribution(p, name: str = "p"):

@@ -327,8 +327,8 @@ def exact_score(floors, policy) -> Evaluation:
     """Exact expected score and exit probability of a stochastic policy, on one or many floors.
 
     ``policy`` is a weight matrix W (4, 2), a LEAP-probability table (8,) over sensor patterns,
-    or a batch of tables (P, 8). The only randomness in a run is coin flips, so one backward pass
-    over the tiles computes the expectation: the value of tile t is
+    or a batch of tables (P, 8). The only randomness in a run is coin flips, so one sweep backwards
+    over the tiles (dynamic programming) computes the expectation: the value of tile t is
     ``(1-q) * V[t+1] + q * (V[t+2] + V[t+3]) / 2``, with q the LEAP probability on t, V = t/39 on
     lava and V = 1 at or past 39. Returns arrays of shape (F,) or (P, F).
     """
@@ -345,7 +345,7 @@ def exact_score(floors, policy) -> Evaluation:
 def omniscient_score(floors) -> Evaluation:
     """The best expected score of a bot that knows its tile and the whole floor (an upper bound).
 
-    The same backward pass as ``exact_score``, taking the better move on every tile; the exit
+    The same backward sweep as ``exact_score``, taking the better move on every tile; the exit
     probability reported is that of the score-maximising choices.
     """
     floors = check_floor(floors, batch=True)

@@ -1,7 +1,9 @@
 """Time each notebook's execution, top to bottom in a fresh kernel (run by `make bench`).
 
 Writes data/bench/chapter_times.json, which the landing page's time-and-hardware table reads.
-Each notebook runs in its own child process (so the kernel's peak memory can be read from
+Afterwards the pages that show these timings (the landing page and the reproduction report) are
+re-executed in place, so the built book shows the new numbers. Each notebook runs in its own
+child process (so the kernel's peak memory can be read from
 ``getrusage``), under the Makefile's determinism settings; the notebooks on disk are not
 rewritten. Times depend on the machine and on what else it is doing: the file records both.
 
@@ -83,6 +85,11 @@ def main(argv: list[str]) -> None:
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps(record, indent=2, allow_nan=False) + "\n")
     print(f"wrote {OUT.relative_to(ROOT)}")
+    readers = [str(p.relative_to(ROOT)) for p in (ROOT / "book").glob("*.ipynb")
+               if "chapter_times.json" in p.read_text()]
+    if readers:                      # their timing cells are NBVAL_IGNORE_OUTPUT: refresh them
+        subprocess.run([sys.executable, str(ROOT / ".ci" / "execute_notebooks.py"), *sorted(readers)],
+                       cwd=ROOT, check=True)
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 NOTEBOOKS := $(sort $(wildcard chapters/[0-9][0-9]_*.ipynb))
+PAGES := $(sort $(wildcard book/*.ipynb))   # executed front and back matter (landing page, report)
 
 # Determinism: one thread and pinned CPU kernel paths, listed once in .ci/determinism.env
 # (tests/conftest.py and .ci/execute_notebooks.py read the same file).
@@ -44,7 +45,7 @@ unit: $(STAMP)
 nbval: $(STAMP)
 	@test -n "$(NOTEBOOKS)" || { echo "no chapters/NN_*.ipynb found: nothing for nbval to test"; exit 1; }
 	$(BIN)/python -m pytest -q -p no:cacheprovider --nbval --nbval-current-env \
-	  --nbval-sanitize-with tests/nbval_sanitize.cfg $(NOTEBOOKS)
+	  --nbval-sanitize-with tests/nbval_sanitize.cfg $(NOTEBOOKS) $(PAGES)
 
 # --all: Sphinx builds incrementally and does not repeat an unchanged page's warnings.
 book-strict: $(STAMP)

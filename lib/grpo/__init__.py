@@ -8,5 +8,7 @@ Modules:
     plots    the book's figure style, palette, floor drawings and animations
     display  showing lib source and computed tables in the chapters
     results  each chapter's headline figures in data/results/
+    live     slider panels for chapters 2-4 (Jupyter) and their static grid figures (the book)
+    colab    the chapters' first cell: installs the lib when a notebook runs outside the repo
 """
 __version__ = "0.1.0"

@@ -53,9 +53,10 @@ book-strict: $(STAMP)
 	@echo "The book is at file://$(CURDIR)/_build/html/index.html"
 
 # Every built page in headless Debian chromium (installed by the test when missing, else a loud
-# skip); screenshots at desktop and phone widths go to _build/screenshots/.
+# skip); screenshots at desktop and phone widths go to _build/screenshots/. The self-test proves
+# the checks fail on a broken page.
 browser: $(STAMP)
-	$(BIN)/python -m pytest -q -p no:cacheprovider tests/browser_site.py
+	$(BIN)/python -m pytest -q -p no:cacheprovider tests/browser_site.py tests/browser_selftest.py
 
 # JupyterLab refuses to start as root (as containers often run) unless told it may.
 LAB_FLAGS ?= $(if $(filter 0,$(shell id -u)),--allow-root,)

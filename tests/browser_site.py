@@ -11,7 +11,8 @@ For each page it checks that
   * every image loaded (naturalWidth > 0) and every visible one has a non-zero size;
   * every jshtml animation shows its frame and its controls (slider, buttons with their icons);
   * math rendered: every math node holds MathJax output, and no raw `$$` is left in the text;
-  * every internal link points to a page that exists, and to an anchor that exists on it;
+  * every internal link points to a page that exists, and to an anchor that exists on it, and the
+    download button links the page's source (.ipynb or .md);
   * at 390 px the page has no horizontal overflow (wide equations, tables and code scroll inside
     their own box);
 and saves a full-page screenshot at both widths under _build/screenshots/.
@@ -34,8 +35,8 @@ from urllib.parse import urldefrag, urljoin, urlparse
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-HTML = ROOT / "_build" / "html"
-SHOTS = ROOT / "_build" / "screenshots"
+HTML = Path(os.environ.get("BOOK_HTML", ROOT / "_build" / "html"))        # override: the self-test
+SHOTS = Path(os.environ.get("BOOK_SCREENSHOTS", ROOT / "_build" / "screenshots"))
 WIDTHS = {"desktop": (1280, 900), "phone": (390, 844)}
 CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync"]
@@ -188,6 +189,7 @@ CHECK_JS = """() => {
                       return i && i.getBoundingClientRect().width > 0; }).length});
   }
   for (const a of document.querySelectorAll('a[href]')) out.links.push(a.getAttribute('href'));
+  out.download = [...document.querySelectorAll('a[href*="_sources/"]')].map(a => a.getAttribute('href'));
   return out;
 }"""
 
@@ -262,6 +264,8 @@ def test_page(rel, server, browser):
                         and anim["drawnButtons"] == anim["buttons"] and anim["icons"] == anim["buttons"]):
                     failures.append(f"animation {k} lacks its frame or controls: {anim}")
             failures += check_links(server, url, found["links"])
+            if not found["download"]:
+                failures.append("no download button (a link to the page's source in _sources/)")
         else:
             over = page.evaluate(OVERFLOW_JS)
             info["equations_scrolling_at_390px"] = over["scrollingEquations"]

@@ -12,7 +12,7 @@ PAGES := $(sort $(wildcard book/*.ipynb))   # executed front and back matter (la
 include .ci/determinism.env
 export $(shell sed -n 's/^\([A-Z_][A-Z0-9_]*\)=.*/\1/p' .ci/determinism.env)
 
-.PHONY: help book test lint unit nbval book-strict lab execute bench clean
+.PHONY: help book test lint unit nbval book-strict browser lab execute bench clean
 
 help:
 	@echo "make book     build the HTML book from the stored notebook outputs"
@@ -33,7 +33,7 @@ book: $(STAMP)
 	$(BIN)/jupyter-book build . --quiet
 	@echo "The book is at file://$(CURDIR)/_build/html/index.html"
 
-test: lint unit nbval book-strict
+test: lint unit nbval book-strict browser
 	@echo "make test: all passed"
 
 lint: $(STAMP)
@@ -51,6 +51,12 @@ nbval: $(STAMP)
 book-strict: $(STAMP)
 	$(BIN)/jupyter-book build . --all --quiet --warningiserror --keep-going
 	@echo "The book is at file://$(CURDIR)/_build/html/index.html"
+
+# Every built page in headless Debian chromium (installed by the test when missing, else a loud
+# skip); screenshots at desktop and phone widths go to _build/screenshots/. The self-test proves
+# the checks fail on a broken page.
+browser: $(STAMP)
+	$(BIN)/python -m pytest -q -p no:cacheprovider tests/browser_site.py tests/browser_selftest.py
 
 # JupyterLab refuses to start as root (as containers often run) unless told it may.
 LAB_FLAGS ?= $(if $(filter 0,$(shell id -u)),--allow-root,)

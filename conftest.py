@@ -1,9 +1,11 @@
-"""Repository-wide pytest hooks: a per-notebook timing summary at the end of an nbval run.
+"""Repository-wide pytest hooks: a per-notebook timing summary at the end of an nbval run, and the
+browser test's per-page table (tests/browser_site.py) at the end of `make browser`.
 
 nbval runs each notebook as one item per cell; this adds up the cells' durations per notebook
 and prints them, slowest first, so a slow chapter is visible in every `make test`. The timings
 are printed only, never written to the repository (a test run must leave `git status` clean).
 """
+import sys
 from collections import defaultdict
 
 _notebook_seconds: dict = defaultdict(float)
@@ -16,6 +18,11 @@ def pytest_runtest_logreport(report):
 
 
 def pytest_terminal_summary(terminalreporter):
+    browser = sys.modules.get("browser_site") or sys.modules.get("tests.browser_site")
+    if browser is not None and browser.SUMMARY:
+        terminalreporter.write_sep("=", "browser test, per page (screenshots in _build/screenshots/)")
+        for line in browser.summary_lines():
+            terminalreporter.write_line(line)
     if not _notebook_seconds:
         return
     tr = terminalreporter

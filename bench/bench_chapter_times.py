@@ -25,7 +25,8 @@ OUT = ROOT / "data" / "bench" / "chapter_times.json"
 
 
 def run_one(path: str) -> dict:
-    """Execute one notebook in a fresh kernel; return wall seconds and the kernel's peak RSS."""
+    """Execute one notebook in a fresh kernel: wall seconds, the kernel's CPU seconds (with any
+    worker processes it ran) and its peak RSS."""
     import resource
 
     import nbformat
@@ -37,8 +38,9 @@ def run_one(path: str) -> dict:
     NotebookClient(nb, timeout=3600, kernel_name="python3", record_timing=False,
                    resources={"metadata": {"path": str(Path(path).parent)}}).execute()
     seconds = time.perf_counter() - start
-    peak_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss   # the kernel, now exited
-    return {"seconds": round(seconds, 1), "peak_memory_mb": round(peak_kib / 1024)}
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)       # the kernel, now exited
+    return {"seconds": round(seconds, 1), "cpu_seconds": round(usage.ru_utime + usage.ru_stime, 1),
+            "peak_memory_mb": round(usage.ru_maxrss / 1024)}
 
 
 def cpu_model() -> str:
@@ -71,8 +73,8 @@ def main(argv: list[str]) -> None:
         proc = subprocess.run([sys.executable, __file__, "--one", nb], cwd=ROOT, check=True,
                               capture_output=True, text=True)
         times[nb] = json.loads(proc.stdout.strip().splitlines()[-1])
-        print(f"{nb}: {times[nb]['seconds']:.1f} s, kernel peak {times[nb]['peak_memory_mb']} MB",
-              flush=True)
+        print(f"{nb}: {times[nb]['seconds']:.1f} s ({times[nb]['cpu_seconds']:.1f} CPU-s), "
+              f"kernel peak {times[nb]['peak_memory_mb']} MB", flush=True)
     record = {
         "measured": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "machine": {"cpu": cpu_model(), "cores": os.cpu_count(), "gpu": "none",

@@ -22,7 +22,7 @@ def test_train_curves_is_the_chapters_protocol_with_one_knob_changed():
 def test_each_chapter_panel_has_its_knobs_and_redraws_on_change(algo, knobs):
     box = live.panel(algo, seeds=[0], updates=20)
     controls = [w for row in box.children[:2] for w in row.children]
-    assert {w.description for w in controls} == knobs
+    assert {w.description for w in controls} == knobs | set(live.DEFAULT_CHOICES[algo])
     status = box.children[2]
     first = status.value
     assert "% of the ceiling" in first                                    # drawn on creation
@@ -31,6 +31,16 @@ def test_each_chapter_panel_has_its_knobs_and_redraws_on_change(algo, knobs):
     assert status.value != first
     expected = live.train_curves(algo, [0], 20, lr=lr.value).final_scores.mean()
     assert f"final score {expected:.3f}" in status.value
+    plt.close("all")
+
+
+def test_grpo_panel_offers_the_averaging_choice():
+    box = live.panel("GRPO", seeds=[0], updates=10)
+    dropdown = [w for w in box.children[1].children if w.description == "averaging"][0]
+    assert list(dropdown.options) == ["batch_steps", "per_answer", "constant"]
+    dropdown.value = "per_answer"
+    expected = live.train_curves("GRPO", [0], 10, averaging="per_answer").final_scores.mean()
+    assert box.children[2].value.startswith(f"final score {expected:.3f}")
     plt.close("all")
 
 
@@ -60,6 +70,13 @@ def test_grid_figure_draws_one_curve_per_value_against_the_ceiling():
     plt.close(fig)
 
 
+def test_grid_figure_over_a_choice():
+    fig = live.grid_figure("GRPO", "averaging", ["batch_steps", "constant"], seeds=[0], updates=10)
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert labels[0].startswith("averaging = batch_steps: final")
+    plt.close(fig)
+
+
 @pytest.mark.parametrize("call", [
     lambda: live.grid_figure("SAC", "lr", [0.5]),
     lambda: live.grid_figure("REINFORCE", "eps", [0.2]),                  # REINFORCE has no clip
@@ -67,6 +84,7 @@ def test_grid_figure_draws_one_curve_per_value_against_the_ceiling():
     lambda: live.train_curves("GRPO", seeds=[], updates=5),
     lambda: live.train_curves("GRPO", seeds=[0.5], updates=5),
     lambda: live.train_curves("REINFORCE", seeds=[0], updates=5, passes=2),
+    lambda: live.train_curves("GRPO", seeds=[0], updates=5, averaging="median"),
     lambda: live.panel("DQN"),
 ])
 def test_bad_input_is_refused(call):

@@ -32,6 +32,14 @@ ALGO_KNOBS = {
     "PPO": ("lr", "G", "eps", "passes"),
     "GRPO": ("lr", "G", "eps", "passes"),
 }
+# The choices each panel offers by default: how GRPO averages its update over steps
+# (``algos.step_divisors``), and whether PPO normalises its advantages per batch.
+DEFAULT_CHOICES = {
+    "REINFORCE": {},
+    "PPO": {"adv_norm": [False, True]},
+    "GRPO": {"averaging": list(algos.AVERAGING)},
+}
+CONFIGS = {"REINFORCE": algos.ReinforceConfig, "PPO": algos.PPOConfig, "GRPO": algos.GRPOConfig}
 
 
 def _check_algo(algo):
@@ -59,9 +67,10 @@ def reference_lines(ax) -> None:
 def train_curves(algo: str, seeds=(0, 1, 2), updates: int = 300, **hparams) -> algos.SeedRuns:
     """The chapter's protocol for ``algo`` with ``hparams`` changed, on ``seeds``."""
     _check_algo(algo)
-    unknown = set(hparams) - set(ALGO_KNOBS[algo]) - {"critic_lr", "critic_passes", "normalisation"}
+    fields = set(CONFIGS[algo].__dataclass_fields__) - {"updates"}
+    unknown = set(hparams) - fields
     if unknown:
-        raise ValueError(f"{algo} has no knob(s) {sorted(unknown)}; it has {ALGO_KNOBS[algo]}")
+        raise ValueError(f"{algo} has no knob(s) {sorted(unknown)}; it has {sorted(fields)}")
     return algos.run_seeds(algo, seeds=_check_seeds(seeds), updates=updates, **hparams)
 
 
@@ -78,8 +87,9 @@ def grid_figure(algo: str, knob: str, values, seeds=(0, 1, 2), updates: int = 30
     Figure (the caller displays or glues it).
     """
     _check_algo(algo)
-    if knob not in ALGO_KNOBS[algo]:
-        raise ValueError(f"{algo}'s knobs are {ALGO_KNOBS[algo]}, not {knob!r}")
+    knobs = (*ALGO_KNOBS[algo], *DEFAULT_CHOICES[algo])
+    if knob not in knobs:
+        raise ValueError(f"{algo}'s knobs are {knobs}, not {knob!r}")
     values = list(values)
     if not values:
         raise ValueError("values is empty: give at least one value of the knob")
@@ -87,7 +97,8 @@ def grid_figure(algo: str, knob: str, values, seeds=(0, 1, 2), updates: int = 30
     for value, shade in zip(values, _shades(COLORS.get(algo, "#333333"), len(values))):
         runs = train_curves(algo, seeds, updates, **{**fixed, knob: value})
         ax.plot(runs.eval_updates, runs.curves.mean(axis=0), color=shade, lw=1.8,
-                label=f"{knob} = {value:g}: final {runs.final_scores.mean():.3f}")
+                label=f"{knob} = {value if isinstance(value, (str, bool)) else format(value, 'g')}: "
+                      f"final {runs.final_scores.mean():.3f}")
     reference_lines(ax)
     ax.set_xlabel("update")
     ax.set_ylabel("exact test score (200 floors)")
@@ -113,8 +124,8 @@ def _slider(knob):
 def panel(algo: str, seeds=(0, 1, 2), updates: int = 300, choices: dict | None = None):
     """An ipywidgets panel for ``algo``: sliders for its knobs, re-training on every change.
 
-    ``choices`` adds a dropdown per extra keyword the trainer accepts, e.g.
-    ``{"normalisation": ["batch_steps", "per_answer", "constant"]}``. Returns the widget (show it
+    ``choices`` maps a config field to its options, one dropdown each (default
+    ``DEFAULT_CHOICES[algo]``: GRPO's ``averaging``, PPO's ``adv_norm``). Returns the widget (show it
     as a cell's last expression). Each change re-runs the protocol on ``seeds`` and redraws the
     seed-mean curve, with the lowest-to-highest band, against the ceiling.
     """
@@ -122,11 +133,12 @@ def panel(algo: str, seeds=(0, 1, 2), updates: int = 300, choices: dict | None =
     _check_algo(algo)
     seeds = _check_seeds(seeds)
     controls = {knob: _slider(knob) for knob in ALGO_KNOBS[algo]}
-    for name, options in (choices or {}).items():
+    for name, options in (DEFAULT_CHOICES[algo] if choices is None else choices).items():
         options = list(options)
         if not options:
             raise ValueError(f"choices[{name!r}] is empty")
-        controls[name] = widgets.Dropdown(options=options, value=options[0], description=name)
+        controls[name] = widgets.Dropdown(options=options, value=options[0], description=name,
+                                          style={"description_width": "5em"})
     out = widgets.Output()
     status = widgets.HTML()
 

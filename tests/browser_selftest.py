@@ -1,0 +1,61 @@
+"""The browser test can fail: a small broken site must be caught, check by check.
+
+Run by `make browser` beside tests/browser_site.py (not by `make unit`: it needs chromium). It
+writes a two-page site with one fault of each kind the browser test looks for, runs the browser
+test on it in a subprocess, and checks that each fault is reported and the clean page passes.
+"""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import browser_site  # noqa: E402
+
+PNG_1PX = ("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJ"
+           "RU5ErkJggg==")
+HEAD = ('<html><head><meta name="viewport" content="width=device-width, initial-scale=1"></head>'
+        '<body><main><article class="bd-article">')
+TAIL = '<a href="../_sources/ok.md">download</a></article></main></body></html>'
+CLEAN = HEAD + f'<p>fine</p><img src="data:image/png;base64,{PNG_1PX}" width="20">' + TAIL
+BROKEN = HEAD + (
+    '<img src="missing.png">'                                           # an image that fails
+    '<div class="math">$$x^2$$</div>'                                   # math MathJax never set
+    '<a href="nowhere.html">a dead link</a><a href="ok.html#no-such-anchor">a dead anchor</a>'
+    '<div style="width: 900px">a wide block with no scroll box of its own</div>'
+    '<img src="https://example.org/remote.png">'                        # a request off localhost
+    '<script>undefinedFunction()</script>'                              # a JavaScript error
+) + TAIL
+
+
+def test_a_broken_site_fails_and_a_clean_one_passes(tmp_path):
+    path, why = browser_site.chromium_path()
+    if path is None:
+        browser_site.loud_skip(why)
+    site = tmp_path / "html"
+    (site / "book").mkdir(parents=True)
+    (site / "_sources").mkdir()
+    (site / "_sources" / "ok.md").write_text("# ok\n")
+    (site / "book" / "ok.html").write_text(CLEAN)
+    (site / "book" / "broken.html").write_text(BROKEN)
+    env = dict(os.environ, BOOK_HTML=str(site), BOOK_SCREENSHOTS=str(tmp_path / "shots"))
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                          str(HERE / "browser_site.py")], env=env, capture_output=True, text=True,
+                         timeout=300)
+    out = run.stdout + run.stderr
+    assert run.returncode == 1, out
+    assert "1 failed, 1 passed" in out, out
+    for fault in ("image did not load: ", "math not rendered", "link to a missing file: nowhere.html",
+                  "link to a missing anchor: ok.html#no-such-anchor", "horizontal overflow at 390 px",
+                  "request leaving localhost: https://example.org/remote.png", "JavaScript error"):
+        assert fault in out, f"not reported: {fault}\n{out}"
+    shots = sorted(p.name for p in (tmp_path / "shots").glob("*.png"))
+    assert shots == ["book__broken-desktop.png", "book__broken-phone.png",
+                     "book__ok-desktop.png", "book__ok-phone.png"]
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-q"]))

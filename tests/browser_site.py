@@ -1,0 +1,279 @@
+"""The built book in a real browser: every page of _build/html, at desktop and phone widths.
+
+Run by `make browser` (part of `make test`, after the strict build), never by `make unit`: the file
+name does not match pytest's test_*.py, so only an explicit path collects it. It drives Debian's
+chromium (headless, fresh profile) through playwright-python with ``executable_path``: playwright's
+own browser download is never used. When chromium is missing, the set-up installs it with apt-get
+as root; when it cannot, every test skips with a loud message.
+
+For each page it checks that
+  * the page loads with no failed request, no JavaScript error, and no request leaving localhost;
+  * every image loaded (naturalWidth > 0) and every visible one has a non-zero size;
+  * every jshtml animation shows its frame and its controls (slider, buttons with their icons);
+  * math rendered: every math node holds MathJax output, and no raw `$$` is left in the text;
+  * every internal link points to a page that exists, and to an anchor that exists on it, and the
+    download button links the page's source (.ipynb or .md);
+  * at 390 px the page has no horizontal overflow (wide equations, tables and code scroll inside
+    their own box);
+and saves a full-page screenshot at both widths under _build/screenshots/.
+"""
+from __future__ import annotations
+
+import functools
+import http.server
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+from urllib.parse import urldefrag, urljoin, urlparse
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+HTML = Path(os.environ.get("BOOK_HTML", ROOT / "_build" / "html"))        # override: the self-test
+SHOTS = Path(os.environ.get("BOOK_SCREENSHOTS", ROOT / "_build" / "screenshots"))
+WIDTHS = {"desktop": (1280, 900), "phone": (390, 844)}
+CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+SUMMARY: dict = {}   # page -> what was checked, printed at the end and saved beside the screenshots
+UTILITY_PAGES = {"genindex.html", "search.html", "py-modindex.html", "index.html"}  # index redirects
+
+
+def book_pages() -> list[str]:
+    """Every content page of the built book (relative paths), whatever chapters exist."""
+    if not HTML.is_dir():
+        return []
+    return sorted(str(p.relative_to(HTML)) for p in HTML.rglob("*.html")
+                  if not any(part.startswith("_") for part in p.relative_to(HTML).parts)
+                  and str(p.relative_to(HTML)) not in UTILITY_PAGES)
+
+
+def loud_skip(reason: str):
+    banner = "!" * 78
+    print(f"\n{banner}\nBROWSER TEST SKIPPED: {reason}\n{banner}\n", file=sys.stderr, flush=True)
+    pytest.skip(f"BROWSER TEST SKIPPED: {reason}")
+
+
+def find_chromium() -> str | None:
+    for name in ("chromium", "chromium-browser"):
+        path = shutil.which(name)
+        if path:
+            return path
+    return None
+
+
+@functools.lru_cache(maxsize=1)
+def chromium_path() -> tuple[str | None, str]:
+    """Debian's chromium, installed with apt-get if missing and possible: (path, why not)."""
+    path = find_chromium()
+    if path:
+        return path, ""
+    if os.geteuid() != 0 or not shutil.which("apt-get"):
+        return None, "chromium is not installed and this user cannot apt-get install it"
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    print("\nchromium missing: apt-get update && apt-get install -y chromium", file=sys.stderr)
+    for cmd in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "chromium"]):
+        done = subprocess.run(cmd, env=env, capture_output=True, text=True)
+        if done.returncode:
+            return None, f"`{' '.join(cmd)}` failed: {done.stderr.strip()[-300:]}"
+    path = find_chromium()
+    return (path, "") if path else (None, "apt-get installed no chromium binary")
+
+
+def summary_lines() -> list[str]:
+    """The per-page table that the root conftest prints at the end of the run."""
+    lines = [f"{'page':34s} {'result':6s} {'images':>6s} {'anims':>5s} {'math':>5s} "
+             f"{'eqs scrolling at 390 px':>24s}"]
+    lines += [f"{page:34s} {r['result']:6s} {r['images']:6d} {r['animations']:5d} "
+              f"{r['math']:5d} {r['equations_scrolling_at_390px']:24d}"
+              for page, r in sorted(SUMMARY.items())]
+    return lines
+
+
+@pytest.fixture(scope="session")
+def server():
+    if not book_pages():
+        pytest.fail("_build/html has no pages: run `make book` (or `make book-strict`) first")
+    handler = functools.partial(_QuietHandler, directory=str(HTML))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}/"
+    httpd.shutdown()
+    if SUMMARY:
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        (SHOTS / "summary.json").write_text(json.dumps(SUMMARY, indent=2) + "\n")
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="session")
+def browser():
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        loud_skip("playwright is not installed (it is pinned in requirements.txt)")
+    path, why = chromium_path()
+    if path is None:
+        loud_skip(why)
+    with sync_playwright() as pw, tempfile.TemporaryDirectory() as profile:
+        context = pw.chromium.launch_persistent_context(
+            profile, executable_path=path, headless=True, args=CHROMIUM_FLAGS,
+            viewport={"width": 1280, "height": 900})
+        yield context
+        context.close()
+
+
+def open_page(browser, url: str, width: str):
+    """Load ``url`` at a width; return the page and the problems seen while loading."""
+    page = browser.new_page()
+    page.set_viewport_size(dict(zip(("width", "height"), WIDTHS[width])))
+    problems = []
+    host = urlparse(url).netloc
+
+    def route(r):
+        if urlparse(r.request.url).netloc not in (host, "") and not r.request.url.startswith("data:"):
+            problems.append(f"request leaving localhost: {r.request.url}")
+            return r.abort()
+        return r.continue_()
+
+    page.route("**/*", route)
+    page.on("pageerror", lambda exc: problems.append(f"JavaScript error: {exc}"))
+    page.on("requestfailed", lambda req: problems.append(f"request failed: {req.url}")
+            if urlparse(req.url).netloc == host else None)
+    page.on("response", lambda resp: problems.append(f"HTTP {resp.status}: {resp.url}")
+            if resp.status >= 400 else None)
+    page.goto(url, wait_until="load")
+    page.wait_for_function("() => !window.MathJax || (MathJax.startup && MathJax.startup.promise)",
+                           timeout=20_000)
+    page.evaluate("() => window.MathJax && MathJax.startup.promise")
+    page.wait_for_timeout(300)        # let jshtml players draw their first frame
+    return page, problems
+
+
+CHECK_JS = """() => {
+  const out = {images: [], math: 0, rawMath: [], anims: [], links: []};
+  const article = document.querySelector('main') || document.body;
+  for (const img of article.querySelectorAll('img')) {
+    const r = img.getBoundingClientRect();
+    const hidden = img.closest('details:not([open])') || getComputedStyle(img).display === 'none'
+                   || img.offsetParent === null;
+    out.images.push({src: (img.currentSrc || img.src || img.id).slice(0, 80), complete: img.complete,
+                     natural: img.naturalWidth, w: r.width, h: r.height, hidden: !!hidden});
+  }
+  const mathNodes = article.querySelectorAll('.math, span.math, div.math');
+  out.math = mathNodes.length;
+  for (const m of mathNodes) if (!m.querySelector('mjx-container') && !m.closest('mjx-container'))
+    out.rawMath.push(m.textContent.slice(0, 60));
+  const walker = document.createTreeWalker(article, NodeFilter.SHOW_TEXT);
+  while (walker.nextNode()) {
+    const t = walker.currentNode;
+    if (t.textContent.includes('$$') && !t.parentElement.closest('pre, code, script, style, .highlight'))
+      out.rawMath.push('raw $$: ' + t.textContent.trim().slice(0, 60));
+  }
+  for (const a of article.querySelectorAll('.animation')) {
+    const img = a.querySelector('img');
+    const buttons = [...a.querySelectorAll('.anim-buttons button')];
+    out.anims.push({frame: img ? img.naturalWidth : 0, slider: !!a.querySelector('input[type=range]'),
+                    buttons: buttons.length,
+                    drawnButtons: buttons.filter(b => b.getBoundingClientRect().width > 0).length,
+                    icons: buttons.filter(b => { const i = b.querySelector('svg, i');
+                      return i && i.getBoundingClientRect().width > 0; }).length});
+  }
+  for (const a of document.querySelectorAll('a[href]')) out.links.push(a.getAttribute('href'));
+  out.download = [...document.querySelectorAll('a[href*="_sources/"]')].map(a => a.getAttribute('href'));
+  return out;
+}"""
+
+OVERFLOW_JS = """() => {
+  const vw = document.documentElement.clientWidth;
+  const offenders = [];
+  const main = document.querySelector('article.bd-article') || document.querySelector('main')
+               || document.body;
+  for (const el of main.querySelectorAll('*')) {
+    const r = el.getBoundingClientRect();
+    if (r.width === 0 || r.right <= vw + 1) continue;
+    // inside a box that scrolls on its own: fine
+    let p = el.parentElement, scrolls = false;
+    while (p && p !== document.body) {
+      const s = getComputedStyle(p);
+      if (['auto', 'scroll', 'hidden'].includes(s.overflowX) && p.getBoundingClientRect().right <= vw + 1) {
+        scrolls = true; break; }
+      p = p.parentElement;
+    }
+    const cls = typeof el.className === 'string' && el.className
+                ? '.' + el.className.split(' ').join('.') : '';
+    if (!scrolls) offenders.push(el.tagName.toLowerCase() + cls + ' right=' + Math.round(r.right));
+  }
+  const scrolling = [...main.querySelectorAll('mjx-container[display="true"]')]
+    .filter(e => e.scrollWidth > e.clientWidth + 1).length;
+  return {scrollWidth: document.documentElement.scrollWidth, clientWidth: vw,
+          offenders: offenders.slice(0, 8), scrollingEquations: scrolling};
+}"""
+
+
+def check_links(base: str, page_url: str, hrefs: list[str]) -> list[str]:
+    """Internal links must name an existing file and, with a #fragment, an existing id on it."""
+    bad = []
+    for href in sorted(set(hrefs)):
+        if href.startswith(("mailto:", "javascript:")) or urlparse(href).scheme in ("http", "https") \
+                and not href.startswith(base):
+            continue
+        target, fragment = urldefrag(urljoin(page_url, href))
+        rel = urlparse(target).path.lstrip("/") or "index.html"
+        path = HTML / rel
+        if path.is_dir():
+            path = path / "index.html"
+        if not path.is_file():
+            bad.append(f"link to a missing file: {href}")
+            continue
+        if fragment and path.suffix == ".html":
+            text = path.read_text(errors="replace")
+            if not re.search(rf'id=["\']{re.escape(fragment)}["\']', text):
+                bad.append(f"link to a missing anchor: {href}")
+    return bad
+
+
+@pytest.mark.parametrize("rel", book_pages() or ["(no built pages)"])
+def test_page(rel, server, browser):
+    url = urljoin(server, rel)
+    failures, info = [], {"images": 0, "animations": 0, "math": 0, "equations_scrolling_at_390px": 0}
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    for width in WIDTHS:
+        page, problems = open_page(browser, url, width)
+        failures += [f"[{width}] {p}" for p in problems]
+        if width == "desktop":
+            found = page.evaluate(CHECK_JS)
+            info.update(images=len(found["images"]), animations=len(found["anims"]), math=found["math"])
+            for img in found["images"]:
+                if not img["complete"] or img["natural"] == 0:
+                    failures.append(f"image did not load: {img['src']}")
+                elif not img["hidden"] and (img["w"] == 0 or img["h"] == 0):
+                    failures.append(f"image drawn with zero size: {img['src']}")
+            failures += [f"math not rendered: {m}" for m in found["rawMath"]]
+            for k, anim in enumerate(found["anims"]):
+                if not (anim["frame"] > 0 and anim["slider"] and anim["buttons"] >= 8
+                        and anim["drawnButtons"] == anim["buttons"] and anim["icons"] == anim["buttons"]):
+                    failures.append(f"animation {k} lacks its frame or controls: {anim}")
+            failures += check_links(server, url, found["links"])
+            if not found["download"]:
+                failures.append("no download button (a link to the page's source in _sources/)")
+        else:
+            over = page.evaluate(OVERFLOW_JS)
+            info["equations_scrolling_at_390px"] = over["scrollingEquations"]
+            if over["scrollWidth"] > over["clientWidth"] + 1 or over["offenders"]:
+                failures.append(f"horizontal overflow at {WIDTHS[width][0]} px: page "
+                                f"{over['scrollWidth']} px wide; {over['offenders']}")
+        name = rel.replace("/", "__").removesuffix(".html")
+        page.screenshot(path=str(SHOTS / f"{name}-{width}.png"), full_page=True)
+        page.close()
+    SUMMARY[rel] = {"result": "FAIL" if failures else "ok", **info, "failures": failures}
+    assert not failures, f"{rel}:\n  " + "\n  ".join(failures)

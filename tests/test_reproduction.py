@@ -1,0 +1,106 @@
+"""grpo.reproduction: the published figures file and the verdicts the report prints."""
+import json
+
+import pytest
+
+from grpo import reproduction as rep
+
+
+def write(folder, name, data):
+    (folder / f"{name}.json").write_text(json.dumps(data))
+
+
+def fig(**kw):
+    base = {"chapter": 9, "figure": "f", "published": 1.0, "unit": 0.01, "source": "s",
+            "ours": "09_x:value", "noise": "rounding"}
+    return {**base, **kw}
+
+
+def test_the_books_published_file_is_valid_and_every_row_names_a_registry_key():
+    data = rep.load_published()
+    assert data["figures"] and all(f["source"] in data["sources"] for f in data["figures"])
+    for f in data["figures"]:                 # chapters that ran have the key they are compared on
+        value = rep.registry_value(f["ours"])
+        assert value is rep.NOT_RUN or isinstance(value, (int, float))
+
+
+def test_a_missing_registry_file_is_not_run_and_not_counted(tmp_path):
+    v = rep.judge(fig(), folder=tmp_path)
+    assert v.ours is rep.NOT_RUN and v.within is None and not v.counted
+
+
+def test_a_missing_key_in_an_existing_file_is_an_error(tmp_path):
+    write(tmp_path, "09_x", {"other": 1})
+    with pytest.raises(KeyError, match="value"):
+        rep.judge(fig(), folder=tmp_path)
+
+
+@pytest.mark.parametrize("published, ours, diff", [(1.0, 1.25, 0.25), ([1.0, 2.0], 1.5, 0.0),
+                                                   ([1.0, 2.0], 0.5, -0.5), ([None, 200], 250, 50),
+                                                   ([None, 200], -80, 0.0), ([3, None], 1, -2)])
+def test_difference_from_a_value_or_a_range(published, ours, diff):
+    assert rep.difference(ours, published) == pytest.approx(diff)
+
+
+def test_the_chapter_6_rows_use_the_seed_spread(tmp_path):
+    """A LunarLander registry shaped as issue 8 asks: PPO within the published 273-280, GRPO and
+    A2C below 200, no degenerate groups."""
+    write(tmp_path, "06_lunar_lander", {
+        "PPO": {"det_return_mean": 262.0, "det_return_per_seed": [250.0, 262.0, 274.0]},
+        "GRPO_outcome": {"det_return_mean": 120.0, "det_return_per_seed": [100.0, 120.0, 140.0],
+                         "degenerate_fraction": 0.004},
+        "A2C": {"det_return_mean": 215.0, "det_return_per_seed": [213.0, 215.0, 217.0]}})
+    rows = {f["ours"]: f for f in rep.load_published()["figures"] if f["chapter"] == 6}
+    ppo = rep.judge(rows["06_lunar_lander:PPO.det_return_mean"], folder=tmp_path)
+    assert ppo.difference == pytest.approx(-11.0)
+    assert ppo.sigma == pytest.approx((2 * 144.0 / 3) ** 0.5)           # var 144 over 3 seeds
+    assert ppo.within                                                    # 11 <= 2 * 9.8
+    grpo = rep.judge(rows["06_lunar_lander:GRPO_outcome.det_return_mean"], folder=tmp_path)
+    assert grpo.difference == 0.0 and grpo.within                        # below 200: as published
+    a2c = rep.judge(rows["06_lunar_lander:A2C.det_return_mean"], folder=tmp_path)
+    assert a2c.difference == pytest.approx(15.0) and not a2c.within      # it solved: outside
+    degenerate = rep.judge(rows["06_lunar_lander:GRPO_outcome.degenerate_fraction"], folder=tmp_path)
+    assert degenerate.within                                             # 0.004 rounds to 0.00
+
+
+def test_the_chapter_7_row_is_a_band(tmp_path):
+    row = next(f for f in rep.load_published()["figures"] if f["chapter"] == 7)
+    for accuracy, within in ((0.42, True), (0.30, False), (0.55, False)):
+        write(tmp_path, "07_small_lm", {"sft_greedy_accuracy": accuracy})
+        assert rep.judge(row, folder=tmp_path).within is within
+
+
+def test_exact_seed_range_and_caller_measured_kinds(tmp_path):
+    write(tmp_path, "09_x", {"value": 100, "crossings": [90, None, 200]})
+    assert rep.judge(fig(noise="exact", published=100), folder=tmp_path).within
+    assert not rep.judge(fig(noise="exact", published=99), folder=tmp_path).within
+    ranged = fig(noise="seed_range", published=170, seeds="09_x:crossings")
+    assert rep.judge(ranged, folder=tmp_path).within
+    assert not rep.judge({**ranged, "published": 210}, folder=tmp_path).within
+    trained = fig(noise="trained", published=98.0)
+    assert rep.judge(trained, sigma=1.0, folder=tmp_path).within             # 2 <= 2 sigma
+    assert not rep.judge(trained, sigma=0.9, folder=tmp_path).within
+    with pytest.raises(ValueError, match="sigma"):
+        rep.judge(trained, folder=tmp_path)
+
+
+def test_bad_files_and_references_are_refused(tmp_path):
+    good = {"sources": {"s": {"cite": None, "text": "t", "short": "s"}}, "figures": [fig()]}
+    path = tmp_path / "published.json"
+    for broken, match in ((fig(noise="vibes"), "noise kind"), (fig(source="nowhere"), "source"),
+                          (fig(unit=0), "unit"), (fig(ours="no_colon"), "registry reference"),
+                          (fig(noise="seeds"), "needs 'seeds'"),
+                          ({k: v for k, v in fig().items() if k != "unit"}, "lacks")):
+        path.write_text(json.dumps({**good, "figures": [broken]}))
+        with pytest.raises(ValueError, match=match):
+            rep.load_published(path)
+    write(tmp_path, "09_x", {"value": "high"})
+    with pytest.raises(ValueError, match="not a number"):
+        rep.judge(fig(), folder=tmp_path)
+
+
+def test_fmt_keeps_the_published_precision():
+    assert rep.fmt(0.24, 0.001) == "0.240" and rep.fmt(0.2525, 0.001, extra=1) == "0.2525"
+    assert rep.fmt(0.59, 0.01) == "0.59" and rep.fmt(170, 10) == "170"
+    assert rep.fmt([273, 280], 1) == "273–280" and rep.fmt([None, 200], 1) == "below 200"
+    assert rep.fmt([0.35, None], 0.01) == "above 0.35"

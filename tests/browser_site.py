@@ -15,7 +15,9 @@ For each page it checks that
     download button links the page's source (.ipynb or .md);
   * at 390 px the page has no horizontal overflow (wide equations, tables and code scroll inside
     their own box);
-and saves a full-page screenshot at both widths under _build/screenshots/.
+and saves a full-page screenshot at both widths under _build/screenshots/. The closing table also
+counts, per page, images without alt text (alt empty or just the file name) and display equations
+that scroll inside their box at phone width: reported, not failed, so the chapters can catch up.
 """
 from __future__ import annotations
 
@@ -87,10 +89,10 @@ def chromium_path() -> tuple[str | None, str]:
 
 def summary_lines() -> list[str]:
     """The per-page table that the root conftest prints at the end of the run."""
-    lines = [f"{'page':34s} {'result':6s} {'images':>6s} {'anims':>5s} {'math':>5s} "
+    lines = [f"{'page':34s} {'result':6s} {'images':>6s} {'no alt':>6s} {'anims':>5s} {'math':>5s} "
              f"{'eqs scrolling at 390 px':>24s}"]
-    lines += [f"{page:34s} {r['result']:6s} {r['images']:6d} {r['animations']:5d} "
-              f"{r['math']:5d} {r['equations_scrolling_at_390px']:24d}"
+    lines += [f"{page:34s} {r['result']:6s} {r['images']:6d} {r['without_alt_text']:6d} "
+              f"{r['animations']:5d} {r['math']:5d} {r['equations_scrolling_at_390px']:24d}"
               for page, r in sorted(SUMMARY.items())]
     return lines
 
@@ -159,15 +161,18 @@ def open_page(browser, url: str, width: str):
     return page, problems
 
 
-CHECK_JS = """() => {
+CHECK_JS = r"""() => {
   const out = {images: [], math: 0, rawMath: [], anims: [], links: []};
   const article = document.querySelector('main') || document.body;
   for (const img of article.querySelectorAll('img')) {
     const r = img.getBoundingClientRect();
     const hidden = img.closest('details:not([open])') || getComputedStyle(img).display === 'none'
                    || img.offsetParent === null;
+    const alt = (img.getAttribute('alt') || '').trim();
     out.images.push({src: (img.currentSrc || img.src || img.id).slice(0, 80), complete: img.complete,
-                     natural: img.naturalWidth, w: r.width, h: r.height, hidden: !!hidden});
+                     natural: img.naturalWidth, w: r.width, h: r.height, hidden: !!hidden,
+                     described: alt.length > 0 && !/\.(png|jpe?g|svg|gif)$/i.test(alt)
+                                || !!img.closest('.animation')});
   }
   const mathNodes = article.querySelectorAll('.math, span.math, div.math');
   out.math = mathNodes.length;
@@ -245,14 +250,17 @@ def check_links(base: str, page_url: str, hrefs: list[str]) -> list[str]:
 @pytest.mark.parametrize("rel", book_pages() or ["(no built pages)"])
 def test_page(rel, server, browser):
     url = urljoin(server, rel)
-    failures, info = [], {"images": 0, "animations": 0, "math": 0, "equations_scrolling_at_390px": 0}
+    failures = []
+    info = {"images": 0, "without_alt_text": 0, "animations": 0, "math": 0,
+            "equations_scrolling_at_390px": 0}
     SHOTS.mkdir(parents=True, exist_ok=True)
     for width in WIDTHS:
         page, problems = open_page(browser, url, width)
         failures += [f"[{width}] {p}" for p in problems]
         if width == "desktop":
             found = page.evaluate(CHECK_JS)
-            info.update(images=len(found["images"]), animations=len(found["anims"]), math=found["math"])
+            info.update(images=len(found["images"]), animations=len(found["anims"]), math=found["math"],
+                        without_alt_text=sum(not img["described"] for img in found["images"]))
             for img in found["images"]:
                 if not img["complete"] or img["natural"] == 0:
                     failures.append(f"image did not load: {img['src']}")

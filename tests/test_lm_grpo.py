@@ -222,7 +222,7 @@ def test_aggregations_agree_when_lengths_agree_and_differ_when_they_do_not():
 
 def test_presets_are_the_papers_settings():
     assert PRESETS["grpo"]["advantage"] == "zscore" and PRESETS["grpo"]["aggregation"] == "sequence"
-    assert PRESETS["grpo"]["beta"] == 0.04                     # DeepSeekMath sec. 4.1
+    assert PRESETS["grpo"]["beta"] == 0.04                     # DeepSeekMath sec. 4.2
     assert PRESETS["dr_grpo"]["advantage"] == "center" and PRESETS["dr_grpo"]["aggregation"] == "constant"
     assert (PRESETS["dapo"]["eps_low"], PRESETS["dapo"]["eps_high"]) == (0.2, 0.28)
     assert PRESETS["dapo"]["aggregation"] == "token" and PRESETS["dapo"]["beta"] == 0.0

@@ -25,7 +25,7 @@ It reuses the book's one home for each idea: the group z-score is ``grpo.algos.g
 
 ``PRESETS`` names the three published recipes; ``dynamic_sampling`` is DAPO's batch filler.
 The three aggregations match TRL's ``loss_type`` "grpo", "dapo" and "dr_grpo" to float
-precision (tests/test_lm_grpo_trl.py).
+precision (tests/test_lm_trl.py).
 """
 from __future__ import annotations
 
@@ -42,15 +42,16 @@ ADVANTAGES = ("zscore", "center", "raw")
 AGGREGATIONS = ("sequence", "token", "constant")
 
 PRESETS = {
-    # DeepSeekMath (Shao et al. 2024), eq. 3 and sec. 4.1: z-scored advantages, 1/|o_i|, KL 0.04.
+    # DeepSeekMath (Shao et al. 2024), eq. 3 and sec. 4.2: z-scored advantages, 1/|o_i|, KL 0.04.
     "grpo": dict(advantage="zscore", clip=True, eps_low=0.2, eps_high=None, beta=0.04,
                  aggregation="sequence"),
     # Dr. GRPO (Liu et al. 2025): no std division, no 1/|o_i| (a constant normaliser, the
     # generation budget, in their code); their runs use beta = 0.
     "dr_grpo": dict(advantage="center", clip=True, eps_low=0.2, eps_high=None, beta=0.0,
                     aggregation="constant"),
-    # DAPO (Yu et al. 2025): clip-higher (eps_low 0.2, eps_high 0.28), token-level loss, no KL
-    # term; dynamic sampling is `dynamic_sampling` below.
+    # DAPO (Yu et al. 2025): no KL term (sec. 2.3), clip-higher with eps_low 0.2 and eps_high 0.28
+    # (sec. 3.1 and the experimental settings), token-level loss 1/sum|o_i| (sec. 3.3); dynamic
+    # sampling (sec. 3.2) is `dynamic_sampling` below.
     "dapo": dict(advantage="zscore", clip=True, eps_low=0.2, eps_high=0.28, beta=0.0,
                  aggregation="token"),
 }

@@ -28,7 +28,8 @@ def random_batch(B=3, G=4, T=6, seed=0, spread=0.3, dtype=torch.float64):
 
 
 def reference_loss(logp, logp_old, logp_ref, mask, rewards, advantage="zscore", clip=True,
-                   eps_low=0.2, eps_high=None, beta=0.04, aggregation="sequence", max_tokens=None):
+                   eps_low=0.2, eps_high=None, beta=0.04, kl_ratio=False, aggregation="sequence",
+                   max_tokens=None):
     """DeepSeekMath eq. 3 and its variants, token by token in plain Python floats."""
     eps_high = eps_low if eps_high is None else eps_high
     B, G = rewards.shape
@@ -52,7 +53,7 @@ def reference_loss(logp, logp_old, logp_ref, mask, rewards, advantage="zscore", 
             if clip:
                 surr = min(surr, min(max(rho, 1 - eps_low), 1 + eps_high) * adv[i])
             k3 = math.exp(ref - lp) - (ref - lp) - 1
-            seq += -(surr - beta * k3)
+            seq += -(surr - beta * (rho * k3 if kl_ratio else k3))
             n_tokens += 1
         total += seq / int(mask[i].sum()) / N if aggregation == "sequence" else seq
     if aggregation == "token":
@@ -99,20 +100,22 @@ def test_hand_computed_kl_and_length_normalisation():
 OPTIONS = [dict(), dict(advantage="center"), dict(advantage="raw"), dict(clip=False),
            dict(eps_high=0.28), dict(beta=0.0), dict(beta=0.1), dict(aggregation="token"),
            dict(aggregation="constant"), dict(aggregation="constant", max_tokens=9),
+           dict(kl_ratio=True, beta=0.1), dict(kl_ratio=True, aggregation="token"),
            PRESETS["dr_grpo"], PRESETS["dapo"], PRESETS["grpo"]]
 
 
 @pytest.mark.parametrize("options", OPTIONS, ids=[str(o) for o in OPTIONS])
 def test_loss_and_gradient_match_the_equation(options):
     """Every option against a token-by-token evaluation of the equation, and autograd against the
-    closed-form gradient -w_i [rho A_i (unclipped tokens only) - beta (1 - pi_ref/pi_theta)]."""
+    closed-form gradient -w_i [rho A_i (unclipped tokens only) - beta (1 - pi_ref/pi_theta)], the
+    KL part being d(rho k3) = rho (k3 + 1 - pi_ref/pi_theta) with kl_ratio."""
     logp, logp_old, logp_ref, mask, rewards = random_batch()
     loss, stats = grpo_loss(logp, logp_old, logp_ref, mask, rewards, **options)
     assert loss.item() == pytest.approx(reference_loss(logp, logp_old, logp_ref, mask, rewards, **options),
                                         abs=1e-12)
     loss.backward()
     o = {**dict(advantage="zscore", clip=True, eps_low=0.2, eps_high=None, beta=0.04,
-                aggregation="sequence", max_tokens=None), **options}
+                kl_ratio=False, aggregation="sequence", max_tokens=None), **options}
     eps_high = o["eps_low"] if o["eps_high"] is None else o["eps_high"]
     adv = group_advantages(rewards, o["advantage"]).reshape(-1, 1)
     lp = logp.detach()
@@ -120,6 +123,9 @@ def test_loss_and_gradient_match_the_equation(options):
     flat = ((rho > 1 + eps_high) & (adv > 0)) | ((rho < 1 - o["eps_low"]) & (adv < 0))
     d_surrogate = torch.where(flat & o["clip"], 0.0, rho * adv)
     d_k3 = 1 - torch.exp(logp_ref - lp)
+    if o["kl_ratio"]:
+        k3 = torch.exp(logp_ref - lp) - (logp_ref - lp) - 1
+        d_k3 = rho * (k3 + d_k3)
     N, T = lp.shape
     m = mask.double()
     weight = {"sequence": 1 / (N * m.sum(1, keepdim=True)), "token": 1 / m.sum(),

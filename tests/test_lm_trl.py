@@ -6,7 +6,8 @@ give ``inputs`` the same advantages (ours, from the same rewards), old and refer
 and compare the loss and its gradient. TRL's own advantages use the unbiased std + 1e-4 where
 chapter 4 uses the population std + 1e-8, so advantages are an input here, as the issue asks.
 TRL 1.16 multiplies the k3 term by the ratio pi_theta/pi_old by default
-(``use_bias_correction_kl``); DeepSeekMath's eq. 3 does not, so parity runs with it off.
+(``use_bias_correction_kl``); DeepSeekMath's eq. 3 does not, so parity runs with it off, and
+separately with it on against our ``kl_ratio=True``.
 """
 import math
 import os
@@ -121,22 +122,34 @@ def test_parity_in_float32(trainer):
         assert abs(ours.item() - theirs.item()) < 1e-6
 
 
-def test_trls_default_kl_is_weighted_by_the_ratio(trainer):
-    """With use_bias_correction_kl on (TRL's default) the KL gradient differs even on-policy."""
-    logp, _, logp_ref, mask, rewards = batch(3)
-    x = logp.clone().requires_grad_()
-    y = logp.clone().requires_grad_()
-    ours, _ = grpo_loss(x, logp, logp_ref, mask, torch.ones_like(rewards), beta=0.04)
+@pytest.mark.parametrize("loss_type, options", CASES[:3], ids=[c[0] for c in CASES[:3]])
+def test_kl_ratio_equals_trls_default_bias_corrected_kl(trainer, loss_type, options):
+    """TRL 1.16 weights k3 by rho by default (use_bias_correction_kl): our kl_ratio=True."""
+    logp, logp_old, logp_ref, mask, rewards = batch(3)
+    options = {**options, "beta": 0.04}
+    eps_high = options["eps_low"] if options["eps_high"] is None else options["eps_high"]
+    advantages = group_advantages(rewards, options["advantage"]).flatten()
     trainer.args.use_bias_correction_kl = True
     try:
-        theirs = trl_loss(trainer, y, logp, logp_ref, mask, torch.zeros(mask.shape[0], dtype=torch.float64),
-                          "grpo", 0.2, 0.2, 0.04)
+        y = logp.clone().requires_grad_()
+        theirs = trl_loss(trainer, y, logp_old, logp_ref, mask, advantages, loss_type,
+                          options["eps_low"], eps_high, 0.04)
     finally:
         trainer.args.use_bias_correction_kl = False
-    ours.backward()
     theirs.backward()
-    assert abs(ours.item() - theirs.item()) < PARITY_TOL       # same value: the ratio is 1
-    assert (x.grad - y.grad).abs().max().item() > 1e-4         # another gradient: d(rho k3) = k3 + dk3
+    x = logp.clone().requires_grad_()
+    ours, _ = grpo_loss(x, logp_old, logp_ref, mask, rewards, kl_ratio=True, **options)
+    ours.backward()
+    assert abs(ours.item() - theirs.item()) < PARITY_TOL
+    assert (x.grad - y.grad).abs().max().item() < PARITY_TOL
+    z = logp.clone().requires_grad_()                     # on-policy the value is the same,
+    plain, _ = grpo_loss(z, logp, logp_ref, mask, rewards, **options)
+    w = logp.clone().requires_grad_()
+    weighted, _ = grpo_loss(w, logp, logp_ref, mask, rewards, kl_ratio=True, **options)
+    plain.backward()
+    weighted.backward()
+    assert abs(plain.item() - weighted.item()) < PARITY_TOL
+    assert (z.grad - w.grad).abs().max().item() > 1e-6    # the gradient is not: d(rho k3) = k3 + dk3
 
 
 # ---------------------------------------------------------------------------------------------

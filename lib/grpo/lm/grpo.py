@@ -19,6 +19,9 @@ It reuses the book's one home for each idea: the group z-score is ``grpo.algos.g
 - ``advantage``: "zscore" (DeepSeekMath), "center" (r - mean r, no std: Dr. GRPO), "raw" (r: no
   baseline at all);
 - ``clip``, ``eps_low``, ``eps_high`` (clip-higher: DAPO's eps_high = 0.28), ``beta``;
+- ``kl_ratio``: weight k3 by rho_it, so that its gradient is the unbiased gradient of
+  KL(pi_theta || pi_ref) (chapter 5: plain k3's is that of KL(pi_ref || pi_theta)); TRL's
+  ``use_bias_correction_kl``, on by default in TRL 1.16;
 - ``aggregation``: "sequence" (1/|o_i| per completion, then the mean: DeepSeekMath eq. 3), "token"
   (one mean over every token of the batch: DAPO's token-level loss), "constant" (the token sum
   over N * max_tokens: Dr. GRPO's constant normaliser).
@@ -93,8 +96,8 @@ def group_advantages(rewards, advantage: str = "zscore") -> torch.Tensor:
 
 def grpo_loss(logp, logp_old, logp_ref, mask, rewards, *, advantage: str = "zscore",
               clip: bool = True, eps_low: float = 0.2, eps_high: float | None = None,
-              beta: float = 0.04, aggregation: str = "sequence", max_tokens: int | None = None,
-              entropy=None):
+              beta: float = 0.04, kl_ratio: bool = False, aggregation: str = "sequence",
+              max_tokens: int | None = None, entropy=None):
     """GRPO's loss on B groups of G completions, and what to log.
 
     logp, logp_old, logp_ref: (B*G, T) token log-probs at the sampling temperature (logp_ref may be
@@ -118,7 +121,8 @@ def grpo_loss(logp, logp_old, logp_ref, mask, rewards, *, advantage: str = "zsco
 
     # 3. k3 KL to the frozen reference, per token, inside the loss (chapter 5).
     kl = kl_k3(logp, logp_ref) if logp_ref is not None else torch.zeros_like(logp)
-    per_token = -(surrogate - beta * kl)
+    kl_term = kl * torch.exp(logp - logp_old) if kl_ratio else kl
+    per_token = -(surrogate - beta * kl_term)
 
     # 4. Average: per completion then over completions, over all tokens, or by a constant.
     if aggregation == "sequence":

@@ -43,6 +43,7 @@ class HFConfig:
     G: int = 16                                 # completions per prompt
     lr: float = 1e-6
     beta: float = 0.04
+    kl_ratio: bool = False                      # weight k3 by pi_theta/pi_old (TRL's default)
     eps_low: float = 0.2
     eps_high: float | None = None
     clip: bool = True
@@ -142,7 +143,7 @@ def grpo_step(policy, ref, tokenizer, optimizer, questions, answers, cfg: HFConf
         logp_old = logp.detach() if logp_old is None else logp_old          # pi_old: before step 1
         loss, stats = grpo_loss(logp, logp_old, logp_ref, mask, rewards, advantage=cfg.advantage,
                                 clip=cfg.clip, eps_low=cfg.eps_low, eps_high=cfg.eps_high,
-                                beta=cfg.beta, aggregation=cfg.aggregation,
+                                beta=cfg.beta, kl_ratio=cfg.kl_ratio, aggregation=cfg.aggregation,
                                 max_tokens=cfg.max_new_tokens, entropy=entropy.detach())
         optimizer.zero_grad(set_to_none=True)
         loss.backward()

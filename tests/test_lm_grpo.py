@@ -329,6 +329,10 @@ def test_bad_input():
         call(rewards=bad_rewards)
     with pytest.raises(ValueError, match="logp_ref contains NaN"):
         call(logp_ref=torch.full_like(logp_ref, float("nan")))
+    with pytest.raises(ValueError, match="inf on padding"):
+        call(logp_ref=logp_ref.masked_fill(~mask, -math.inf))
+    ruled_out = logp_ref.masked_fill(torch.zeros_like(mask).index_fill(1, torch.tensor([0]), True), -math.inf)
+    assert call(logp_ref=ruled_out)[0].item() == math.inf       # a token the reference rules out
     with pytest.raises(ValueError, match="0/1"):
         call(mask=mask * 2)
     with pytest.raises(ValueError, match="beta"):

@@ -205,8 +205,8 @@ def _check_loss_inputs(logp, logp_old, logp_ref, mask, rewards, beta, aggregatio
     for name, x in (("logp", logp), ("logp_old", logp_old), ("entropy", entropy)):
         if x is not None and not torch.isfinite(x.detach()).all():
             raise ValueError(f"{name} contains NaN or inf (fill padding positions with 0)")
-    if logp_ref is not None and torch.isnan(logp_ref).any():
-        raise ValueError("logp_ref contains NaN (fill padding positions with 0)")
+    if logp_ref is not None and (torch.isnan(logp_ref).any() or (torch.isinf(logp_ref) & (mask == 0)).any()):
+        raise ValueError("logp_ref contains NaN, or inf on padding (fill padding positions with 0)")
     if not ((mask == 0) | (mask == 1)).all():
         raise ValueError("mask must hold only 0/1 (or False/True)")
     empty = torch.nonzero(mask.sum(1) == 0).flatten().tolist()

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from grpo.algos import grpo_advantages
-from grpo.lm.grpo import (PRESETS, dynamic_sampling, group_advantages, grpo_loss,
+from grpo.lm.grpo import (PRESETS, dynamic_sampling, group_advantages, grpo_loss, grpo_update,
                           logprobs_at_temperature)
 
 torch.set_num_threads(1)
@@ -264,6 +264,46 @@ def test_logprobs_at_temperature_are_the_sampling_distribution():
     for bad in (0, -1.0, float("nan")):
         with pytest.raises(ValueError, match="temperature"):
             logprobs_at_temperature(logits, tokens, bad)
+
+
+# ---------------------------------------------------------------------------------------------
+# K optimizer steps on one sampled batch
+
+def toy_policy(seed=0, B=2, G=4, T=5, V=6):
+    """A policy with one free logit vector per position: enough to check the update loop."""
+    g = torch.Generator().manual_seed(seed)
+    logits = torch.nn.Parameter(torch.randn(T, V, generator=g, dtype=torch.float64))
+    tokens = torch.randint(0, V, (B * G, T), generator=g)
+    mask = torch.arange(T)[None] < torch.randint(1, T + 1, (B * G, 1), generator=g)
+    rewards = torch.tensor([[1.0, 0, 0, 1], [0.0, 1, 1, 1]], dtype=torch.float64)
+
+    def logprobs(weights=logits):
+        return logprobs_at_temperature(weights.expand(B * G, T, V), tokens, 0.7)
+    return logits, logprobs, mask, rewards
+
+
+def test_grpo_update_once_is_one_adam_step_on_the_loss_with_pi_old_its_own_start():
+    logits, logprobs, mask, rewards = toy_policy()
+    twin = torch.nn.Parameter(logits.detach().clone())
+    stats = grpo_update(logprobs, torch.optim.Adam([logits], lr=0.1), mask, rewards, beta=0.0)
+    optimizer = torch.optim.Adam([twin], lr=0.1)
+    logp, _ = logprobs(twin)
+    loss, _ = grpo_loss(logp, logp.detach(), None, mask, rewards, beta=0.0)
+    loss.backward()
+    optimizer.step()
+    assert torch.equal(logits, twin) and stats["loss"] == loss.item()
+    assert stats["clip_fraction"] == 0.0                   # pass 1: rho = 1 exactly
+
+
+def test_grpo_update_reuses_pi_old_so_the_clip_engages_on_later_passes():
+    logits, logprobs, mask, rewards = toy_policy()
+    logp_old = logprobs()[0].detach()
+    stats = grpo_update(logprobs, torch.optim.Adam([logits], lr=0.3), mask, rewards, logp_old=logp_old,
+                        reuse=4, beta=0.0)
+    assert stats["clip_fraction"] > 0
+    assert not torch.equal(logprobs()[0].detach(), logp_old)
+    with pytest.raises(ValueError, match="reuse"):
+        grpo_update(logprobs, torch.optim.Adam([logits]), mask, rewards, reuse=0)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -26,7 +26,8 @@ It reuses the book's one home for each idea: the group z-score is ``grpo.algos.g
   (one mean over every token of the batch: DAPO's token-level loss), "constant" (the token sum
   over N * max_tokens: Dr. GRPO's constant normaliser).
 
-``PRESETS`` names the three published recipes; ``dynamic_sampling`` is DAPO's batch filler.
+``PRESETS`` names the three published recipes; ``grpo_update`` takes K optimizer steps on one
+sampled batch; ``dynamic_sampling`` is DAPO's batch filler.
 The three aggregations match TRL's ``loss_type`` "grpo", "dapo" and "dr_grpo" to float
 precision (tests/test_lm_trl.py).
 """
@@ -145,6 +146,28 @@ def grpo_loss(logp, logp_old, logp_ref, mask, rewards, *, advantage: str = "zsco
         if entropy is not None:
             stats["entropy_mean"] = float((entropy.detach() * m).sum() / lengths.sum())
     return loss, stats
+
+
+def grpo_update(logprobs, optimizer, mask, rewards, logp_old=None, logp_ref=None, reuse: int = 1,
+                **options):
+    """``reuse`` optimizer steps (K) of ``grpo_loss`` on one sampled batch; the last pass's stats.
+
+    ``logprobs()`` recomputes pi_theta's token log-probs (with grad) and entropies at the sampling
+    temperature. ``logp_old`` is the sampler's log-probs; None takes pi_theta's on the first pass,
+    before any step, which is the same policy and saves a forward pass. Every pass keeps the same
+    pi_old, so from the second pass on the ratio moves away from 1 and the clip can engage.
+    """
+    if not (isinstance(reuse, int) and reuse >= 1):
+        raise ValueError(f"reuse must be an int >= 1, got {reuse!r}")
+    for _ in range(reuse):
+        logp, entropy = logprobs()
+        logp_old = logp.detach() if logp_old is None else logp_old
+        loss, stats = grpo_loss(logp, logp_old, logp_ref, mask, rewards, entropy=entropy.detach(),
+                                **options)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+    return {"loss": loss.item(), **stats}
 
 
 def dynamic_sampling(draw, n_groups: int, max_draws: int = 10):

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import torch
 
-from grpo.lm.grpo import PRESETS, grpo_loss, logprobs_at_temperature
+from grpo.lm.grpo import PRESETS, grpo_update, logprobs_at_temperature
 
 INSTRUCTION = "Solve the problem step by step. End with a line '#### <number>'."
 
@@ -137,19 +137,13 @@ def grpo_step(policy, ref, tokenizer, optimizer, questions, answers, cfg: HFConf
             logp_ref, _ = completion_logprobs(ref, ids, attn, n_prompt, cfg.temperature)
     t2 = time.perf_counter()
     policy.train()
-    logp_old = None
-    for _ in range(cfg.reuse):
-        logp, entropy = completion_logprobs(policy, ids, attn, n_prompt, cfg.temperature)
-        logp_old = logp.detach() if logp_old is None else logp_old          # pi_old: before step 1
-        loss, stats = grpo_loss(logp, logp_old, logp_ref, mask, rewards, advantage=cfg.advantage,
-                                clip=cfg.clip, eps_low=cfg.eps_low, eps_high=cfg.eps_high,
-                                beta=cfg.beta, kl_ratio=cfg.kl_ratio, aggregation=cfg.aggregation,
-                                max_tokens=cfg.max_new_tokens, entropy=entropy.detach())
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
+    stats = grpo_update(lambda: completion_logprobs(policy, ids, attn, n_prompt, cfg.temperature),
+                        optimizer, mask, rewards, logp_ref=logp_ref, reuse=cfg.reuse,
+                        advantage=cfg.advantage, clip=cfg.clip, eps_low=cfg.eps_low,
+                        eps_high=cfg.eps_high, beta=cfg.beta, kl_ratio=cfg.kl_ratio,
+                        aggregation=cfg.aggregation, max_tokens=cfg.max_new_tokens)
     t3 = time.perf_counter()
-    return {"loss": loss.item(), **stats, "sample_s": t1 - t0, "ref_s": t2 - t1, "update_s": t3 - t2,
+    return {**stats, "sample_s": t1 - t0, "ref_s": t2 - t1, "update_s": t3 - t2,
             "sampled_tokens": int(mask.sum())}
 
 

@@ -107,6 +107,10 @@ def test_it_says_when_it_needs_the_network_or_a_gpu(monkeypatch):
     with pytest.raises(SystemExit, match="no GPU found"):
         hf.pick_device("auto")
     assert hf.pick_device("cpu") == "cpu"
+    with pytest.raises(SystemExit, match="needs the network"):
+        hf.load_questions("hf")
+    with pytest.raises(SystemExit, match="GSM8K is not on this machine"):
+        hf.load_questions("no/such/dir")
 
 
 def test_bad_config(tiny):

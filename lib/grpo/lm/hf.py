@@ -152,11 +152,15 @@ def grpo_step(policy, ref, tokenizer, optimizer, questions, answers, cfg: HFConf
 def load_questions(source: str):
     """GSM8K rows ``{"question", "answer"}``: "hf" (the hub, online), a .jsonl file, or a dir."""
     from grpo.lm.data import load_gsm8k, load_gsm8k_hf, read_jsonl
-    if source == "hf":
-        return load_gsm8k_hf("train")
-    if source.endswith(".jsonl"):
-        return read_jsonl(source)
-    return load_gsm8k("train", data_dir=source)
+    try:
+        if source == "hf":
+            return load_gsm8k_hf("train")
+        if source.endswith(".jsonl"):
+            return read_jsonl(source)
+        return load_gsm8k("train", data_dir=source)
+    except (FileNotFoundError, RuntimeError) as e:
+        raise SystemExit(f"{e}\nHere: --gsm8k DIR (with train.jsonl), --gsm8k FILE.jsonl, or --gsm8k hf "
+                         "(downloads openai/gsm8k: needs the network).") from e
 
 
 def load_model(name: str, device: str):
@@ -182,9 +186,9 @@ def pick_device(device: str) -> str:
         return device
     if torch.cuda.is_available():
         return "cuda"
-    raise SystemExit("no GPU found. GRPO on a real model (0.5B parameters, G = 16 samples of 300 "
-                     "tokens per prompt) needs a GPU to finish in hours, not weeks. Pass "
-                     "--device cpu to run on the CPU anyway (fine for a tiny local model).")
+    raise SystemExit("no GPU found. GRPO on a real model (0.5B parameters, G = 16 samples of up to "
+                     "300 tokens per prompt) is meant for a GPU. Pass --device cpu to run on the CPU "
+                     "anyway (slow for a real model; fine for a tiny local one).")
 
 
 def run(cfg: HFConfig, verifier=None, log=print):

@@ -53,7 +53,6 @@ def time_ours(model_dir, rows):
 
 
 def time_trl(model_dir, rows, out_dir):
-    import datasets
     import trl
     from transformers import AutoTokenizer, TrainerCallback
     from transformers.trainer_callback import PrinterCallback
@@ -69,8 +68,7 @@ def time_trl(model_dir, rows, out_dir):
             self.times.append(time.perf_counter() - self.start)
 
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
-    dataset = datasets.Dataset.from_list(
-        [{"prompt": hf.prompt_text(tokenizer, r["question"]), "answer": r["answer"]} for r in rows])
+    dataset = hf.trl_dataset(rows, tokenizer)
     args = trl.GRPOConfig(output_dir=str(out_dir), per_device_train_batch_size=PROMPTS * G,
                           num_generations=G, max_completion_length=NEW_TOKENS, max_steps=STEPS + 1,
                           learning_rate=1e-6, beta=0.04, loss_type="grpo", temperature=1.0, top_k=0,

@@ -11,6 +11,7 @@ separately with it on against our ``kl_ratio=True``.
 """
 import math
 import os
+import random
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -21,20 +22,22 @@ datasets = pytest.importorskip("datasets")
 trl = pytest.importorskip("trl")
 
 from grpo.lm.grpo import PRESETS, group_advantages, grpo_loss  # noqa: E402
-from grpo.lm.hf import tiny_causal_lm, trl_reward  # noqa: E402
+from grpo.lm import data  # noqa: E402
+from grpo.lm.hf import prompt_text, tiny_causal_lm, trl_dataset, trl_reward  # noqa: E402
 
 torch.set_num_threads(1)
 PROBLEMS = [{"prompt": "Question: 2 + 3 = ?\nAnswer:", "answer": "#### 5"},
             {"prompt": "Question: 4 * 5 = ?\nAnswer:", "answer": "#### 20"}]
 
 
-def make_trainer(model_dir, tokenizer, out_dir, reward, **config):
+def make_trainer(model_dir, tokenizer, out_dir, reward, dataset=None, **config):
     args = trl.GRPOConfig(output_dir=str(out_dir), per_device_train_batch_size=8, num_generations=4,
                           max_completion_length=8, max_steps=1, learning_rate=1e-3, report_to="none",
                           use_cpu=True, save_strategy="no", logging_steps=1, seed=0, disable_tqdm=True,
                           **config)
     return trl.GRPOTrainer(model=str(model_dir), reward_funcs=reward, args=args,
-                           train_dataset=datasets.Dataset.from_list(PROBLEMS), processing_class=tokenizer)
+                           train_dataset=dataset or datasets.Dataset.from_list(PROBLEMS),
+                           processing_class=tokenizer)
 
 
 @pytest.fixture(scope="module")
@@ -172,7 +175,11 @@ def test_trl_reward_uses_chapter_7s_verifier():
 
 def test_one_offline_trl_step_with_our_verifier(tiny, tmp_path):
     model_dir, tokenizer = tiny
-    trainer = make_trainer(model_dir, tokenizer, tmp_path, trl_reward(), beta=0.04, loss_type="grpo")
+    rows = [data.make_problem(random.Random(i), 1) for i in range(2)]
+    dataset = trl_dataset(rows, tokenizer)
+    assert dataset[0] == {"prompt": prompt_text(tokenizer, rows[0]["question"]), "answer": rows[0]["answer"]}
+    trainer = make_trainer(model_dir, tokenizer, tmp_path, trl_reward(), dataset=dataset, beta=0.04,
+                           loss_type="grpo")
     before = {k: v.clone() for k, v in trainer.model.state_dict().items()}
     trainer.train()
     log = trainer.state.log_history[0]

@@ -79,6 +79,13 @@ def trl_reward(verifier=None):
     return gsm8k_reward
 
 
+def trl_dataset(rows, tokenizer):
+    """GSM8K rows as TRL's dataset: our prompt text in ``prompt``, the solution in ``answer``."""
+    import datasets
+    return datasets.Dataset.from_list(
+        [{"prompt": prompt_text(tokenizer, r["question"]), "answer": r["answer"]} for r in rows])
+
+
 # ----------------------------------------------------------------------------- one GRPO step
 
 def prompt_text(tokenizer, question: str) -> str:

@@ -5,29 +5,25 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 NOTEBOOKS := $(sort $(wildcard chapters/[0-9][0-9]_*.ipynb))
+PAGES := $(sort $(wildcard book/*.ipynb))   # executed front and back matter (landing page, report)
 
-# Determinism: one thread, and pinned CPU kernel paths so stored outputs match on any x86-64
-# with AVX2 (see README, "Reproducibility"). OPENBLAS_CORETYPE/L2_SIZE stay as the machine sets them.
-export OMP_NUM_THREADS := 1
-export MKL_NUM_THREADS := 1
-export OPENBLAS_NUM_THREADS := 1
-export ATEN_CPU_CAPABILITY := avx2
-export MKL_CBWR := AVX2,STRICT
-export ONEDNN_MAX_CPU_ISA := AVX2
-export PYTHONHASHSEED := 0
-export TQDM_DISABLE := 1
-export HF_HUB_OFFLINE := 1
+# Determinism: one thread and pinned CPU kernel paths, listed once in .ci/determinism.env
+# (tests/conftest.py and .ci/execute_notebooks.py read the same file).
+include .ci/determinism.env
+export $(shell sed -n 's/^\([A-Z_][A-Z0-9_]*\)=.*/\1/p' .ci/determinism.env)
 
-.PHONY: help book test unit nbval book-strict lab execute bench clean
+.PHONY: help book test lint unit nbval book-strict lab execute bench clean
 
 help:
 	@echo "make book     build the HTML book from the stored notebook outputs"
-	@echo "make test     unit tests, nbval over every chapter, strict book build"
+	@echo "make test     lint, unit tests, nbval over every chapter, strict book build"
 	@echo "make lab      open the chapters in JupyterLab"
 	@echo "make execute  re-run every chapter in place (after a change)"
 	@echo "make bench    time the experiments (bench/)"
 
 $(STAMP): requirements.txt pyproject.toml
+	@python3 -c 'import sys; sys.exit(sys.version_info < (3, 10))' || \
+	  { echo "Python 3.10 or newer is needed to create $(VENV); python3 is $$(python3 --version)"; exit 1; }
 	@test -x $(BIN)/python || python3 -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
@@ -37,8 +33,11 @@ book: $(STAMP)
 	$(BIN)/jupyter-book build . --quiet
 	@echo "The book is at file://$(CURDIR)/_build/html/index.html"
 
-test: unit nbval book-strict
+test: lint unit nbval book-strict
 	@echo "make test: all passed"
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
 
 unit: $(STAMP)
 	$(BIN)/python -m pytest tests -q
@@ -46,14 +45,17 @@ unit: $(STAMP)
 nbval: $(STAMP)
 	@test -n "$(NOTEBOOKS)" || { echo "no chapters/NN_*.ipynb found: nothing for nbval to test"; exit 1; }
 	$(BIN)/python -m pytest -q -p no:cacheprovider --nbval --nbval-current-env \
-	  --nbval-sanitize-with tests/nbval_sanitize.cfg $(NOTEBOOKS)
+	  --nbval-sanitize-with tests/nbval_sanitize.cfg $(NOTEBOOKS) $(PAGES)
 
+# --all: Sphinx builds incrementally and does not repeat an unchanged page's warnings.
 book-strict: $(STAMP)
-	$(BIN)/jupyter-book build . --quiet --warningiserror --keep-going
+	$(BIN)/jupyter-book build . --all --quiet --warningiserror --keep-going
 	@echo "The book is at file://$(CURDIR)/_build/html/index.html"
 
+# JupyterLab refuses to start as root (as containers often run) unless told it may.
+LAB_FLAGS ?= $(if $(filter 0,$(shell id -u)),--allow-root,)
 lab: $(STAMP)
-	TQDM_DISABLE= $(BIN)/jupyter lab chapters/
+	TQDM_DISABLE= $(BIN)/jupyter lab $(LAB_FLAGS) chapters/
 
 execute: $(STAMP)
 	$(BIN)/python .ci/execute_notebooks.py $(or $(NB),$(NOTEBOOKS))

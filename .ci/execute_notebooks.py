@@ -6,12 +6,19 @@ state is not stored: the static book would need require.js and the widget manage
 show controls that cannot run without a kernel anyway, so each widget cell has a static figure
 beside it instead, and the built site makes no network requests.
 """
+import os
 import sys
 import time
 from pathlib import Path
 
 import nbformat
 from nbclient import NotebookClient
+
+# The kernels inherit this process's environment: apply the book's pins even when run by hand.
+for line in (Path(__file__).resolve().parent / "determinism.env").read_text().splitlines():
+    if line.strip() and not line.startswith("#"):
+        key, value = line.split("=", 1)
+        os.environ[key] = value
 
 for name in sys.argv[1:]:
     path = Path(name)

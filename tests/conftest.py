@@ -1,9 +1,9 @@
-"""Pin what the Makefile pins, so a bare `pytest` behaves like `make test`."""
+"""Apply .ci/determinism.env, so a bare `pytest` pins what `make test` pins."""
 import os
+from pathlib import Path
 
-for key, value in {
-    "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
-    "ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "AVX2,STRICT", "ONEDNN_MAX_CPU_ISA": "AVX2",
-    "MPLBACKEND": "Agg", "TQDM_DISABLE": "1",
-}.items():
-    os.environ.setdefault(key, value)
+for line in (Path(__file__).resolve().parents[1] / ".ci" / "determinism.env").read_text().splitlines():
+    if line.strip() and not line.startswith("#"):
+        key, value = line.split("=", 1)
+        os.environ[key] = value
+os.environ.setdefault("MPLBACKEND", "Agg")   # unit tests draw off-screen

@@ -151,7 +151,10 @@ def test_fit_critic_descends_to_least_squares():
     # one pass is one gradient step on mean (v.s - target)^2 / 2
     v1 = fit_critic(np.zeros(4), S, targets, lr=0.5, passes=1)
     np.testing.assert_allclose(v1, 0.5 * (targets @ S) / len(S), rtol=1e-14)
-    np.testing.assert_allclose(critic_values(v, S), S @ v)
+    # V(s) = v . s by hand: pattern "L.L" reads [1, 0, 1, 1]
+    assert critic_values(np.array([4.0, 2.0, 1.0, 8.0]), lava.PATTERNS[5]) == 13.0
+    np.testing.assert_array_equal(critic_values(np.array([4.0, 2.0, 1.0, 8.0]), lava.PATTERNS),
+                                  8.0 + np.arange(8))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -202,10 +205,22 @@ def test_training_is_deterministic_and_evaluates_on_the_test_floors():
     assert len(a.n_steps) == 30 and a.clipped.shape == (30,)
 
 
-def test_training_learns():
-    for algo, gain in (("REINFORCE", 0.02), ("PPO", 0.07), ("GRPO", 0.2)):
-        r = algos.TRAINERS[algo](0, updates=100)
-        assert r.eval_score[-1] > r.eval_score[0] + gain, algo
+def test_each_algorithms_first_update_points_up_the_true_gradient():
+    # averaged over 40 first groups, each algorithm's update is an ascent direction of the
+    # exact expected score (the first update from W = 0 is a sampled policy gradient)
+    true = algos.exact_gradient(np.zeros((4, 2)), lava.test_floors())
+    for algo in ("REINFORCE", "PPO", "GRPO"):
+        mean_update = np.mean([algos.TRAINERS[algo](s, updates=1, eval_every=1).W
+                               for s in range(40)], axis=0)
+        cos = (mean_update * true).sum() / np.linalg.norm(mean_update) / np.linalg.norm(true)
+        assert cos > 0.5, (algo, cos)
+
+
+def test_training_learns_on_every_seed():
+    for algo, gain in (("REINFORCE", 0.01), ("PPO", 0.05), ("GRPO", 0.15)):
+        for seed in range(3):
+            r = algos.TRAINERS[algo](seed, updates=100)
+            assert r.eval_score[-1] > r.eval_score[0] + gain, (algo, seed)
 
 
 def test_seed_runs_summary():
@@ -216,9 +231,19 @@ def test_seed_runs_summary():
     assert s["share_of_ceiling"] == pytest.approx(s["final_score_mean"] / 0.6)
     assert sr.first_update_reaching(0.0) == 0
     assert sr.first_update_reaching(2.0) is None
+    # replay GRPO's first 20 updates with the lib's pieces and count the clip by hand
     clip_runs = train_grpo(0, updates=20)
-    assert 0 <= clip_runs.clip_step_pass_fraction <= 1
-    assert clip_runs.clip_engaged_updates == int((clip_runs.clipped > 0).sum())
+    rng, W, engaged, clipped_passes, step_passes = np.random.default_rng(0), np.zeros((4, 2)), 0, 0, 0
+    for _ in range(20):
+        g = play_steps(lava.make_floor(rng), W, 8, rng)
+        trace = []
+        W = clipped_update(W, g.S, g.moves, grpo_advantages(g.scores)[g.run], 0.5, trace=trace)
+        engaged += any(p.clipped.any() for p in trace)
+        clipped_passes += sum(int(p.clipped.sum()) for p in trace)
+        step_passes += g.N * len(trace)
+    np.testing.assert_array_equal(W, clip_runs.W)
+    assert clip_runs.clip_engaged_updates == engaged > 0
+    assert clip_runs.clip_step_pass_fraction == clipped_passes / step_passes
 
 
 # ---------------------------------------------------------------------------------------------
@@ -302,4 +327,9 @@ def test_plot_seed_curves_draws_mean_and_band():
     plots.plot_seed_curves(ax, sr)
     np.testing.assert_allclose(ax.lines[0].get_ydata(), sr.curves.mean(axis=0))
     assert ax.lines[0].get_label().startswith("REINFORCE")
+    # the band spans the lowest to the highest seed at every evaluation
+    band = ax.collections[0].get_paths()[0].vertices
+    for x, lo, hi in zip(sr.eval_updates, sr.curves.min(axis=0), sr.curves.max(axis=0)):
+        ys = band[np.isclose(band[:, 0], x), 1]
+        assert np.isclose(ys.min(), lo) and np.isclose(ys.max(), hi)
     plt.close(fig)

@@ -246,7 +246,7 @@ def test_exact_kl_rejects_bad_distributions():
         exact_kl(np.float64(1.0), np.float64(1.0))
     with pytest.raises(ValueError, match="both"):
         exact_kl(good, torch.tensor(good))
-    assert check_distribution(good) is not None
+    np.testing.assert_array_equal(check_distribution(good), good)
 
 
 def test_expected_estimator_grad_rejects_bad_input():
@@ -263,3 +263,6 @@ def test_expected_estimator_grad_rejects_bad_input():
     with pytest.raises(ValueError, match="sum to 1"):
         expected_estimator_grad(kl_k3, torch.zeros(3, dtype=torch.float64), lref,
                                 sample_probs=torch.ones(3, dtype=torch.float64))
+    with pytest.raises(TypeError, match="sample_probs"):
+        expected_estimator_grad(kl_k3, torch.zeros(3, dtype=torch.float64), lref,
+                                sample_probs=np.full(3, 1 / 3))

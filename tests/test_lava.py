@@ -1,4 +1,6 @@
 """The lava-leap game: floor invariants, sensors, policy, exact evaluation vs Monte-Carlo."""
+import hashlib
+
 import numpy as np
 import pytest
 
@@ -148,8 +150,9 @@ def test_test_floors_are_fixed_and_read_only():
     assert test_floors() is F
     with pytest.raises(ValueError):
         F[0, 10] = True
-    again = lava.make_floors(200, np.random.default_rng(lava.TEST_FLOOR_SEED))
-    np.testing.assert_array_equal(F, again)
+    # pinned: a change to make_floor or to the seed changes every chapter's numbers
+    digest = hashlib.sha256(np.ascontiguousarray(F).tobytes()).hexdigest()
+    assert digest == "38e664e6cb237a2d63a14b7e0c4abb76591a599756eb1dd849fac4b333d54128"
 
 
 @pytest.mark.parametrize("W, match", [

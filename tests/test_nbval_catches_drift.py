@@ -19,6 +19,10 @@ import grpo
 CELL = ("import numpy as np\n"
         "from grpo.lava import exact_score, test_floors\n"
         "print(f'{exact_score(test_floors(), np.zeros((4, 2))).mean_score:.3f}')")
+# the way chapters put a number into prose: glued, not printed
+GLUE_CELL = ("from myst_nb import glue\n"
+             "glue('untrained', round(float(exact_score(test_floors()[:50], np.zeros((4, 2)))"
+             ".mean_score), 3), display=False)")
 
 
 def run_nbval(notebook: Path, pythonpath: str | None) -> subprocess.CompletedProcess:
@@ -35,11 +39,14 @@ def run_nbval(notebook: Path, pythonpath: str | None) -> subprocess.CompletedPro
 def stored_notebook(tmp_path):
     nb = nbformat.v4.new_notebook()
     nb.cells.append(nbformat.v4.new_code_cell(CELL))
+    nb.cells.append(nbformat.v4.new_code_cell(GLUE_CELL))
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
                                  "language": "python"}
     NotebookClient(nb, timeout=120, kernel_name="python3").execute()
     printed = nb.cells[0].outputs[0]["text"].strip()
     assert printed == "0.276"
+    glued = nb.cells[1].outputs[0]
+    assert glued["output_type"] == "display_data" and "scrapbook" in glued["metadata"]
     path = tmp_path / "drift.ipynb"
     nbformat.write(nb, path)
     return path
@@ -59,4 +66,5 @@ def test_nbval_passes_unchanged_and_fails_when_a_lib_number_moves(stored_noteboo
 
     moved = run_nbval(stored_notebook, str(patched))
     assert moved.returncode == 1, moved.stdout + moved.stderr
-    assert "0.276" in moved.stdout and "1 failed" in moved.stdout
+    # both cells fail: the printed number and the glued one
+    assert "0.276" in moved.stdout and "2 failed" in moved.stdout, moved.stdout

@@ -19,7 +19,7 @@ policy is scored exactly on the 200 test floors.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, fields, replace
 
 import numpy as np
 
@@ -57,15 +57,45 @@ def _check_per_step(name, x, n):
     return x
 
 
+def _check_number(name, x):
+    if isinstance(x, bool) or not isinstance(x, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name} must be a number, got {type(x).__name__} {x!r}")
+
+
 def _check_positive(name, x):
+    _check_number(name, x)
     if not np.isfinite(x) or x <= 0:
         raise ValueError(f"{name} must be > 0, got {x}")
 
 
+def _check_eps(x):
+    _check_number("eps", x)
+    if not (np.isfinite(x) and x >= 0):
+        raise ValueError(f"eps must be >= 0, got {x}")
+
+
 def _check_count(name, x, minimum):
+    _check_number(name, x)
     if int(x) != x or x < minimum:
         raise ValueError(f"{name} must be an integer >= {minimum}, got {x}")
     return int(x)
+
+
+def _check_update_args(W, S, moves, adv, lr, eps, passes, trace, divisors):
+    """All of ``clipped_update``'s input checks; returns the arrays it works on."""
+    W, S, moves = _check_batch(W, S, moves)
+    adv = _check_per_step("adv", adv, len(S))
+    _check_positive("lr", lr)
+    _check_eps(eps)
+    _check_count("passes", passes, 1)
+    if trace is not None and not isinstance(trace, list):
+        raise ValueError("trace must be a list (it receives one PassTrace per pass) or None")
+    if divisors is None:
+        divisors = np.full(len(S), len(S))
+    divisors = _check_per_step("divisors", divisors, len(S))
+    if (divisors <= 0).any():
+        raise ValueError("divisors must be > 0")
+    return W, S, moves, adv, divisors
 
 
 # ---------------------------------------------------------------------------------------------
@@ -113,7 +143,7 @@ class PassTrace:
     pi_old: np.ndarray        # (N,) pi_old(a|s): the policy that played, frozen
     rho: np.ndarray           # (N,) pi(a|s) / pi_old(a|s)
     clipped: np.ndarray       # (N,) bool: the clipped branch won, so the step gets no gradient
-    coef: np.ndarray          # (N,) A * rho / N, or 0 where clipped
+    coef: np.ndarray          # (N,) A * rho / d (d = N by default), or 0 where clipped
     grad: np.ndarray          # (4, 2) sum over steps of coef * grad log pi
     W_after: np.ndarray       # (4, 2) W + lr * grad
 
@@ -128,38 +158,31 @@ def clip_mask(rho, adv, eps: float) -> np.ndarray:
     rho, adv = np.asarray(rho, dtype=float), np.asarray(adv, dtype=float)
     if rho.shape != adv.shape:
         raise ValueError(f"rho and adv must have the same shape, got {rho.shape} and {adv.shape}")
-    if not (np.isfinite(eps) and eps >= 0):
-        raise ValueError(f"eps must be >= 0, got {eps}")
+    _check_eps(eps)
     return ((adv > 0) & (rho > 1 + eps)) | ((adv < 0) & (rho < 1 - eps))
 
 
 def clipped_update(W, S, moves, adv, lr: float, eps: float = 0.2, passes: int = 4,
-                   trace: list | None = None) -> np.ndarray:
+                   trace: list | None = None, divisors=None) -> np.ndarray:
     """PPO's clipped surrogate, ascended ``passes`` times over one batch; returns the new W.
 
     Each step contributes ``min(rho*A, clip(rho, 1-eps, 1+eps)*A)`` with
     ``rho = pi(a|s) / pi_old(a|s)`` and pi_old the policy that played (the W passed in, frozen).
     Its gradient is ``A * rho * grad log pi(a|s)`` unless the clipped branch wins, then 0. Each
-    pass: ``W += lr * sum_n coef_n * grad log pi_n`` with ``coef_n = A_n * rho_n / N``. On pass 1
-    rho is exactly 1. ``trace``, if a list, receives one ``PassTrace`` per pass.
+    pass: ``W += lr * sum_n coef_n * grad log pi_n`` with ``coef_n = A_n * rho_n / d_n``, where
+    ``d_n = N``, the mean over the batch's N steps, unless ``divisors`` gives other d (see
+    ``step_divisors``). On pass 1 rho is exactly 1. ``trace``, if a list, receives one
+    ``PassTrace`` per pass.
     """
-    W, S, moves = _check_batch(W, S, moves)
-    adv = _check_per_step("adv", adv, len(S))
-    _check_positive("lr", lr)
-    if not (np.isfinite(eps) and eps >= 0):
-        raise ValueError(f"eps must be >= 0, got {eps}")
-    passes = _check_count("passes", passes, 1)
-    if trace is not None and not isinstance(trace, list):
-        raise ValueError("trace must be a list (it receives one PassTrace per pass) or None")
-    N = len(S)
-    steps = np.arange(N)
+    W, S, moves, adv, d = _check_update_args(W, S, moves, adv, lr, eps, passes, trace, divisors)
+    steps = np.arange(len(S))
     onehot = np.eye(2)[moves]
     pi_old = lava.policy_probs(W, S)[steps, moves]          # frozen: the policy that played
-    for k in range(passes):
+    for k in range(int(passes)):
         pi = lava.policy_probs(W, S)
         rho = pi[steps, moves] / pi_old                     # exactly 1.0 on pass 1
         clipped = clip_mask(rho, adv, eps)
-        coef = np.where(clipped, 0.0, adv * rho / N)        # d/dW of rho*A is A*rho*grad log pi
+        coef = np.where(clipped, 0.0, adv * rho / d)        # d/dW of rho*A is A*rho*grad log pi
         grad = S.T @ (coef[:, None] * (onehot - pi))        # sum_n coef_n * grad_log_pi_n
         W_new = W + lr * grad
         if trace is not None:
@@ -196,6 +219,8 @@ def critic_values(v, S) -> np.ndarray:
     S = np.asarray(S, dtype=float)
     if S.ndim == 0 or S.shape[-1] != N_SENSORS:
         raise ValueError(f"sensor rows must have shape (..., 4), got {S.shape}")
+    if not np.isfinite(S).all():
+        raise ValueError("sensor rows contain NaN or inf")
     return S @ v
 
 
@@ -209,7 +234,101 @@ def fit_critic(v, S, targets, lr: float = 0.5, passes: int = 4) -> np.ndarray:
     passes = _check_count("passes", passes, 1)
     for _ in range(passes):
         v = v - lr * ((S @ v - targets) @ S) / len(S)
+    if not np.isfinite(v).all() or np.abs(v).max() > CRITIC_BLOWUP:
+        raise ValueError(f"the critic diverged (|v| reached {np.abs(v).max():.3g}): critic_lr {lr} "
+                         f"is too large for these sensor rows")
     return v
+
+
+CRITIC_BLOWUP = 1e6   # a least-squares fit of scores in [0, 1] on 0/1 sensors never gets near it
+
+
+# ---------------------------------------------------------------------------------------------
+# The protocol: one frozen config per algorithm
+# ---------------------------------------------------------------------------------------------
+AVERAGING = ("batch_steps", "per_answer", "constant")
+
+
+@dataclass(frozen=True)
+class ReinforceConfig:
+    """The shared protocol (chapters 2-4): ``updates`` fresh floors, each played G times."""
+    updates: int = 300
+    G: int = 8
+    lr: float = 0.5
+    eval_every: int = 10
+
+    def __post_init__(self):
+        _check_config(self)
+
+
+@dataclass(frozen=True)
+class PPOConfig(ReinforceConfig):
+    """PPO's protocol: the clipped update, a linear critic, and optional per-batch A normalising."""
+    eps: float = 0.2
+    passes: int = 4
+    critic_lr: float = 0.5
+    critic_passes: int = 4
+    adv_norm: bool = False          # standard PPO normalises A over each batch (experiment B)
+
+
+@dataclass(frozen=True)
+class GRPOConfig(ReinforceConfig):
+    """GRPO's protocol: the clipped update, group advantages, and how the update averages steps."""
+    eps: float = 0.2
+    passes: int = 4
+    averaging: str = "batch_steps"  # see ``step_divisors`` (experiment A)
+
+
+def _check_config(c):
+    _check_count("updates", c.updates, 1)
+    _check_count("G", c.G, 1)
+    if isinstance(c, GRPOConfig) and c.G < 2:
+        raise ValueError(f"GRPO compares runs within a group: G must be >= 2, got {c.G}")
+    _check_positive("lr", c.lr)
+    _check_count("eval_every", c.eval_every, 1)
+    if isinstance(c, (PPOConfig, GRPOConfig)):
+        _check_eps(c.eps)
+        _check_count("passes", c.passes, 1)
+    if isinstance(c, PPOConfig):
+        _check_positive("critic_lr", c.critic_lr)
+        _check_count("critic_passes", c.critic_passes, 1)
+        if not isinstance(c.adv_norm, (bool, np.bool_)):
+            raise TypeError(f"adv_norm must be True or False, got {c.adv_norm!r}")
+    if isinstance(c, GRPOConfig) and c.averaging not in AVERAGING:
+        raise ValueError(f"averaging must be one of {AVERAGING}, got {c.averaging!r}")
+
+
+def _config(kind, config, changes):
+    """``config`` (a ``kind``) with ``changes`` applied: ``train_grpo(0, lr=0.25)``."""
+    if not isinstance(config, kind):
+        raise TypeError(f"config must be a {kind.__name__}, got {type(config).__name__}")
+    unknown = set(changes) - {f.name for f in fields(kind)}
+    if unknown:
+        raise TypeError(f"{kind.__name__} has no field(s) {sorted(unknown)}")
+    return replace(config, **changes)
+
+
+def step_divisors(run, G: int, averaging: str = "batch_steps") -> np.ndarray:
+    """Each step's divisor d_n in the update ``sum_n A_n rho_n grad log pi_n / d_n``, three ways:
+
+    * ``"batch_steps"``: d = N, the mean over all N steps of the group (the book's and the
+      post's choice);
+    * ``"per_answer"``: d = G |o_i|, the mean within each run, then over the G runs
+      (DeepSeekMath eq. 3);
+    * ``"constant"``: d = G * 39, a fixed normaliser, the longest possible run (Dr. GRPO).
+    """
+    run = np.asarray(run)
+    G = _check_count("G", G, 1)
+    if run.ndim != 1 or len(run) == 0 or not np.issubdtype(run.dtype, np.integer) \
+            or run.min() < 0 or run.max() >= G:
+        raise ValueError(f"run must be a non-empty vector of run indices in 0..{G - 1}")
+    if averaging == "batch_steps":
+        return np.full(len(run), len(run))
+    if averaging == "per_answer":
+        return G * np.bincount(run, minlength=G)[run]
+    if averaging == "constant":
+        return np.full(len(run), G * lava.EXIT)
+    raise ValueError(f"averaging must be one of {AVERAGING}, got {averaging!r}")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -220,10 +339,10 @@ class TrainResult:
     """One training run: the test-score curve, the final policy, and per-update statistics."""
     algo: str
     seed: int
-    hparams: dict
+    config: ReinforceConfig     # the protocol it ran (a PPOConfig or GRPOConfig for those)
     eval_updates: np.ndarray    # (E,) update index of each evaluation: 0, 10, ..., updates
-    eval_score: np.ndarray      # (E,) exact mean score on the 200 test floors
-    eval_exit: np.ndarray       # (E,) exact exit rate on the 200 test floors
+    eval_score: np.ndarray      # (E,) exact mean score on the evaluation floors (default: test)
+    eval_exit: np.ndarray       # (E,) exact exit rate on the evaluation floors
     eval_W: np.ndarray          # (E, 4, 2) the policy weights at each evaluation
     W: np.ndarray               # (4, 2) the final policy weights
     v: np.ndarray | None        # (4,) the final critic (PPO only)
@@ -231,6 +350,11 @@ class TrainResult:
     train_score: np.ndarray     # (U,) mean score of each update's group
     abs_adv: np.ndarray         # (U,) mean |weight| per step (REINFORCE: the score; else |A|)
     clipped: np.ndarray         # (U,) clipped step-passes in each update (0 for REINFORCE)
+
+    @property
+    def hparams(self) -> dict:
+        """The config as a plain dict (what chapters write to the registry)."""
+        return asdict(self.config)
 
     @property
     def final_score(self) -> float:
@@ -253,28 +377,24 @@ class TrainResult:
     @property
     def clip_step_pass_fraction(self) -> float:
         """Clipped step-passes over all step-passes (steps x passes) of the run."""
-        passes = self.hparams.get("passes", 1)
+        passes = getattr(self.config, "passes", 1)
         return float(self.clipped.sum() / (self.n_steps.sum() * passes))
 
 
-def _check_protocol(seed, updates, G, lr, eval_every, eps=0.0, passes=1):
-    if int(seed) != seed or seed < 0:
-        raise ValueError(f"seed must be a non-negative integer, got {seed}")
-    _check_count("updates", updates, 1)
-    _check_count("G", G, 1)
-    _check_positive("lr", lr)
-    _check_count("eval_every", eval_every, 1)
-    if not (np.isfinite(eps) and eps >= 0):
-        raise ValueError(f"eps must be >= 0, got {eps}")
-    _check_count("passes", passes, 1)
+def _seeded(seed) -> np.random.Generator:
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    return np.random.default_rng(int(seed))
 
 
-def _finish(algo, seed, hparams, snapshots, W, v, log) -> TrainResult:
-    """Score every snapshot exactly on the test floors in one batched call, and pack the run."""
+def _finish(algo, seed, config, snapshots, W, v, log, eval_floors=None) -> TrainResult:
+    """Score every snapshot exactly on the evaluation floors in one batched call; pack the run."""
+    floors = lava.test_floors() if eval_floors is None else np.atleast_2d(
+        lava.check_floor(eval_floors, batch=True))
     updates = sorted(snapshots)
     tables = np.stack([lava.leap_probs(snapshots[u]) for u in updates])    # (E, 8)
-    ev = lava.exact_score(lava.test_floors(), tables)
-    return TrainResult(algo, int(seed), hparams, np.array(updates), ev.mean_score, ev.exit_rate,
+    ev = lava.exact_score(floors, tables)
+    return TrainResult(algo, int(seed), config, np.array(updates), ev.mean_score, ev.exit_rate,
                        np.stack([snapshots[u] for u in updates]), W, v, *(np.array(log[k]) for k in
                                 ("n_steps", "train_score", "abs_adv", "clipped")))
 
@@ -283,89 +403,81 @@ def _new_log():
     return {"n_steps": [], "train_score": [], "abs_adv": [], "clipped": []}
 
 
-def train_reinforce(seed: int, updates: int = 300, G: int = 8, lr: float = 0.5,
-                    eval_every: int = 10, make_floor=lava.make_floor) -> TrainResult:
+def _log(log, g, adv, trace):
+    """One update's statistics: its steps, its group's mean score, mean |A|, clipped step-passes."""
+    log["n_steps"].append(g.N)
+    log["train_score"].append(g.scores.mean())
+    log["abs_adv"].append(np.abs(adv).mean())
+    log["clipped"].append(sum(int(p.clipped.sum()) for p in trace))
+
+
+def train_reinforce(seed: int, config: ReinforceConfig = ReinforceConfig(),
+                    make_floor=lava.make_floor, eval_floors=None, **changes) -> TrainResult:
     """REINFORCE: every step of every run is weighted by its run's raw score.
 
-    W += lr * mean over the N steps of score * grad log pi(a|s).
+    W += lr * mean over the N steps of score * grad log pi(a|s). ``changes`` override fields of
+    ``config`` (``train_reinforce(0, lr=0.25)``); ``eval_floors`` default to the 200 test floors.
     """
-    _check_protocol(seed, updates, G, lr, eval_every)
-    rng = np.random.default_rng(seed)
+    c, rng = _config(ReinforceConfig, config, changes), _seeded(seed)
     W = np.zeros((N_SENSORS, 2))                        # the coin-flip policy
     snapshots, log = {}, _new_log()
-    for u in range(updates):
-        if u % eval_every == 0:
+    for u in range(c.updates):
+        if u % c.eval_every == 0:
             snapshots[u] = W
         floor = make_floor(rng)                         # a fresh training floor
-        g = play_steps(floor, W, G, rng)                # G runs, flattened into N steps
+        g = play_steps(floor, W, c.G, rng)              # G runs, flattened into N steps
         score = g.scores[g.run]                         # each step gets its run's raw score
-        W = W + lr * policy_gradient(W, g.S, g.moves, score)
-        log["n_steps"].append(g.N)
-        log["train_score"].append(g.scores.mean())
-        log["abs_adv"].append(np.abs(score).mean())
-        log["clipped"].append(0)
-    snapshots[updates] = W
-    return _finish("REINFORCE", seed, dict(updates=updates, G=G, lr=lr), snapshots, W, None, log)
+        W = W + c.lr * policy_gradient(W, g.S, g.moves, score)
+        _log(log, g, score, [])
+    snapshots[c.updates] = W
+    return _finish("REINFORCE", seed, c, snapshots, W, None, log, eval_floors)
 
 
-def train_ppo(seed: int, updates: int = 300, G: int = 8, lr: float = 0.5, eps: float = 0.2,
-              passes: int = 4, critic_lr: float = 0.5, critic_passes: int = 4,
-              eval_every: int = 10, make_floor=lava.make_floor) -> TrainResult:
+def train_ppo(seed: int, config: PPOConfig = PPOConfig(), make_floor=lava.make_floor,
+              eval_floors=None, **changes) -> TrainResult:
     """PPO with a linear critic V(s) = v.s: A = score - V(s), the clipped update, then fit V."""
-    _check_protocol(seed, updates, G, lr, eval_every, eps, passes)
-    _check_positive("critic_lr", critic_lr)
-    _check_count("critic_passes", critic_passes, 1)
-    rng = np.random.default_rng(seed)
+    c, rng = _config(PPOConfig, config, changes), _seeded(seed)
     W = np.zeros((N_SENSORS, 2))
     v = np.zeros(N_SENSORS)                             # the critic starts at zero
     snapshots, log = {}, _new_log()
-    for u in range(updates):
-        if u % eval_every == 0:
+    for u in range(c.updates):
+        if u % c.eval_every == 0:
             snapshots[u] = W
         floor = make_floor(rng)
-        g = play_steps(floor, W, G, rng)
+        g = play_steps(floor, W, c.G, rng)
         score = g.scores[g.run]                         # each step's target: its run's score
         adv = score - critic_values(v, g.S)             # A = score - V(s)
+        if c.adv_norm:                                  # standard PPO: normalise A per batch
+            adv = (adv - adv.mean()) / (adv.std() + 1e-8)
         trace = []
-        W = clipped_update(W, g.S, g.moves, adv, lr, eps, passes, trace)
-        v = fit_critic(v, g.S, score, critic_lr, critic_passes)
-        log["n_steps"].append(g.N)
-        log["train_score"].append(g.scores.mean())
-        log["abs_adv"].append(np.abs(adv).mean())
-        log["clipped"].append(sum(int(p.clipped.sum()) for p in trace))
-    snapshots[updates] = W
-    hp = dict(updates=updates, G=G, lr=lr, eps=eps, passes=passes, critic_lr=critic_lr,
-              critic_passes=critic_passes)
-    return _finish("PPO", seed, hp, snapshots, W, v, log)
+        W = clipped_update(W, g.S, g.moves, adv, c.lr, c.eps, c.passes, trace)
+        v = fit_critic(v, g.S, score, c.critic_lr, c.critic_passes)
+        _log(log, g, adv, trace)
+    snapshots[c.updates] = W
+    return _finish("PPO", seed, c, snapshots, W, v, log, eval_floors)
 
 
-def train_grpo(seed: int, updates: int = 300, G: int = 8, lr: float = 0.5, eps: float = 0.2,
-               passes: int = 4, eval_every: int = 10, make_floor=lava.make_floor) -> TrainResult:
+def train_grpo(seed: int, config: GRPOConfig = GRPOConfig(), make_floor=lava.make_floor,
+               eval_floors=None, **changes) -> TrainResult:
     """GRPO: PPO minus the critic. A run's advantage is its score against its own group's.
 
     No KL term (beta = 0): the toy starts as a coin flip, with nothing worth protecting.
     """
-    _check_protocol(seed, updates, G, lr, eval_every, eps, passes)
-    if G < 2:
-        raise ValueError(f"GRPO compares runs within a group: G must be >= 2, got {G}")
-    rng = np.random.default_rng(seed)
+    c, rng = _config(GRPOConfig, config, changes), _seeded(seed)
     W = np.zeros((N_SENSORS, 2))
     snapshots, log = {}, _new_log()
-    for u in range(updates):
-        if u % eval_every == 0:
+    for u in range(c.updates):
+        if u % c.eval_every == 0:
             snapshots[u] = W
         floor = make_floor(rng)
-        g = play_steps(floor, W, G, rng)                # one floor, G runs: the group
+        g = play_steps(floor, W, c.G, rng)              # one floor, G runs: the group
         adv = grpo_advantages(g.scores)[g.run]          # every step of run i shares A_i
         trace = []
-        W = clipped_update(W, g.S, g.moves, adv, lr, eps, passes, trace)   # the same as PPO's
-        log["n_steps"].append(g.N)
-        log["train_score"].append(g.scores.mean())
-        log["abs_adv"].append(np.abs(adv).mean())
-        log["clipped"].append(sum(int(p.clipped.sum()) for p in trace))
-    snapshots[updates] = W
-    hp = dict(updates=updates, G=G, lr=lr, eps=eps, passes=passes)
-    return _finish("GRPO", seed, hp, snapshots, W, None, log)
+        W = clipped_update(W, g.S, g.moves, adv, c.lr, c.eps, c.passes, trace,
+                           step_divisors(g.run, c.G, c.averaging))   # the same update as PPO's
+        _log(log, g, adv, trace)
+    snapshots[c.updates] = W
+    return _finish("GRPO", seed, c, snapshots, W, None, log, eval_floors)
 
 
 TRAINERS = {"REINFORCE": train_reinforce, "PPO": train_ppo, "GRPO": train_grpo}
@@ -433,6 +545,8 @@ def run_seeds(algo: str, seeds=range(5), **hparams) -> SeedRuns:
     """Train ``algo`` ('REINFORCE', 'PPO' or 'GRPO') once per seed with the same hparams."""
     if algo not in TRAINERS:
         raise ValueError(f"algo must be one of {sorted(TRAINERS)}, got {algo!r}")
+    if isinstance(seeds, (int, np.integer, str)):
+        raise TypeError(f"seeds is a list of seeds, such as range(5); got {seeds!r}")
     seeds = list(seeds)
     if not seeds:
         raise ValueError("seeds is empty")

@@ -172,6 +172,9 @@ def expected_estimator_grad(estimator, logits, logp_ref, sample_probs=None):
         raise ValueError("logits must be finite")
     if not _is_tensor(logp_ref) or tuple(logp_ref.shape) != tuple(logits.shape):
         raise ValueError("logp_ref must be a torch tensor with the same shape as logits")
+    if sample_probs is not None and not _is_tensor(sample_probs):
+        raise TypeError(f"sample_probs must be a torch tensor like logits, got "
+                        f"{type(sample_probs).__name__}")
     z = logits.detach().clone().requires_grad_(True)
     logp = torch.log_softmax(z, dim=-1)
     w = logp.detach().exp() if sample_probs is None else check_distribution(sample_probs,
@@ -180,3 +183,31 @@ def expected_estimator_grad(estimator, logits, logp_ref, sample_probs=None):
         raise ValueError("sample_probs must have the same shape as logits")
     (grad,) = torch.autograd.grad((w.detach() * estimator(logp, logp_ref.detach())).sum(), z)
     return grad
+
+
+# ---------------------------------------------------------------------------------------------
+# Test distributions (chapter 5): random pairs of softmax policies
+# ---------------------------------------------------------------------------------------------
+def softmax(z):
+    """softmax over the last axis, max-shifted (NumPy)."""
+    z = np.asarray(z, dtype=float)
+    if z.ndim == 0 or z.shape[-1] == 0:
+        raise ValueError(f"z needs a last axis of categories, got shape {z.shape}")
+    if not np.isfinite(z).all():
+        raise ValueError("z contains NaN or inf")
+    e = np.exp(z - z.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+def random_pair(rng, vocab: int, sigma: float):
+    """(pi_theta, pi_ref): pi_ref = softmax(z), pi_theta = softmax(z + sigma * eps), z and eps
+    standard normal over ``vocab`` categories; sigma sets how far apart the two are."""
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(f"rng must be a np.random.Generator, got {type(rng).__name__}")
+    if isinstance(vocab, bool) or not isinstance(vocab, (int, np.integer)) or vocab < 2:
+        raise ValueError(f"vocab must be an integer >= 2, got {vocab!r}")
+    if isinstance(sigma, bool) or not isinstance(sigma, (int, float, np.integer, np.floating)) \
+            or not np.isfinite(sigma) or sigma < 0:
+        raise ValueError(f"sigma must be a number >= 0, got {sigma!r}")
+    z = rng.normal(size=vocab)
+    return softmax(z + sigma * rng.normal(size=vocab)), softmax(z)

@@ -28,11 +28,20 @@ PATTERN_NAMES = tuple("".join("L" if b else "." for b in row[:3].astype(int)) fo
 # ---------------------------------------------------------------------------------------------
 # Floors and sensors
 # ---------------------------------------------------------------------------------------------
+def check_rng(rng) -> np.random.Generator:
+    """Every random draw takes an explicit ``np.random.Generator`` (a seed int is a TypeError)."""
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(f"rng must be a np.random.Generator (np.random.default_rng(seed)), "
+                        f"got {type(rng).__name__}")
+    return rng
+
+
 def make_floor(rng: np.random.Generator, all_wide: bool = False) -> np.ndarray:
     """Draw one floor: 3-7 lava channels, 1 or 2 tiles wide, >= 2 safe tiles apart.
 
     ``all_wide`` makes every channel two tiles wide (a "Try this" variant of chapter 4).
     """
+    check_rng(rng)
     k = int(rng.integers(3, 8))                    # channels, uniform on {3..7}
     widths = np.full(k, 2) if all_wide else rng.integers(1, 3, size=k)   # 1 or 2 tiles wide
     spare = 32 - int(widths.sum()) - 2 * (k - 1)   # safe tiles for the k+1 gaps
@@ -48,6 +57,9 @@ def make_floor(rng: np.random.Generator, all_wide: bool = False) -> np.ndarray:
 
 def make_floors(n: int, rng: np.random.Generator) -> np.ndarray:
     """Draw ``n`` floors as an (n, 40) boolean array."""
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise ValueError(f"n must be an integer >= 1 (the number of floors), got {n!r}")
+    check_rng(rng)
     return np.stack([make_floor(rng) for _ in range(n)])
 
 
@@ -77,6 +89,8 @@ def channels(floor: np.ndarray) -> list[tuple[int, int]]:
 def sensors(floor: np.ndarray, pos: int) -> np.ndarray:
     """The bot's 4 readings on tile ``pos``: lava at pos+1, pos+2, pos+3 (past 39 reads safe), 1.0."""
     floor = check_floor(floor)
+    if isinstance(pos, bool) or not isinstance(pos, (int, np.integer)):
+        raise TypeError(f"pos must be an integer tile, got {pos!r}")
     if not 0 <= pos < N_TILES:
         raise ValueError(f"pos must be a tile in 0..{N_TILES - 1}, got {pos}")
     ahead = [bool(floor[t]) if t < N_TILES else False for t in (pos + 1, pos + 2, pos + 3)]
@@ -91,12 +105,28 @@ def pattern_index(floors: np.ndarray) -> np.ndarray:
     return 4 * a + 2 * b + c
 
 
+def pattern_name(s) -> str:
+    """The pattern name ("L..", ...) of one sensor row (4,)."""
+    s = np.asarray(s, dtype=float)
+    if s.shape != (N_SENSORS,) or not np.isin(s[:3], (0, 1)).all():
+        raise ValueError(f"a sensor row is (4,) with 0/1 readings, got {s.tolist()}")
+    return PATTERN_NAMES[int(4 * s[0] + 2 * s[1] + s[2])]
+
+
+def pattern_counts(floors) -> np.ndarray:
+    """How often each of the 8 sensor patterns occurs on the safe tiles of ``floors`` (8,)."""
+    floors = check_floor(floors, batch=True)
+    return np.bincount(pattern_index(floors)[~floors].ravel(), minlength=len(PATTERNS))
+
+
 def check_floor(floor, batch: bool = False) -> np.ndarray:
     """Validate a floor (40,) or, with ``batch``, a stack of floors (..., 40); return it as bool."""
     arr = np.asarray(floor)
     if arr.ndim == 0 or arr.shape[-1] != N_TILES or (not batch and arr.ndim != 1):
         want = "(..., 40)" if batch else "(40,)"
         raise ValueError(f"a floor must have shape {want}, got {arr.shape}")
+    if arr.size == 0:
+        raise ValueError("the floor set is empty")
     if arr.dtype != bool:
         if not np.isin(arr, (0, 1)).all():
             raise ValueError("a floor holds only 0/1 or False/True (True = lava)")
@@ -125,6 +155,8 @@ def policy_probs(W, S) -> np.ndarray:
     S = np.asarray(S, dtype=float)
     if S.ndim == 0 or S.shape[-1] != N_SENSORS:
         raise ValueError(f"sensor rows must have shape (..., 4), got {S.shape}")
+    if not np.isfinite(S).all():
+        raise ValueError("sensor rows contain NaN or inf")
     logits = S @ W
     logits = logits - logits.max(axis=-1, keepdims=True)
     e = np.exp(logits)
@@ -203,8 +235,9 @@ def play_steps(floor, policy, G: int, rng: np.random.Generator) -> Steps:
     long earlier runs lasted. This loop is the training's hot spot (see bench/).
     """
     floor = check_floor(floor)
-    if int(G) != G or G < 1:
-        raise ValueError(f"G must be a positive integer, got {G}")
+    if isinstance(G, bool) or not isinstance(G, (int, np.integer)) or G < 1:
+        raise ValueError(f"G must be a positive integer, got {G!r}")
+    check_rng(rng)
     table = _policy_table(policy)
     if len(table) != 1:
         raise ValueError("play one policy at a time: W (4, 2) or a LEAP table (8,)")
@@ -250,19 +283,33 @@ def play(floor, policy, rng: np.random.Generator) -> Run:
 # ---------------------------------------------------------------------------------------------
 # Exact evaluation
 # ---------------------------------------------------------------------------------------------
-@dataclass
+@dataclass(frozen=True)
 class Evaluation:
-    """Exact expected score and exit probability, per floor (and per policy, for a batch)."""
-    score: np.ndarray
-    exit: np.ndarray
+    """Expected score and exit probability per floor (and per policy, for a batch of policies).
+
+    The floor axis is always kept, last: ``score_by_floor`` is (F,) or (P, F), also for one floor
+    (F = 1), so ``mean_score`` averages over floors only, never over policies. ``score`` and
+    ``exit`` drop that axis when one floor (40,) was evaluated.
+    """
+    score_by_floor: np.ndarray
+    exit_by_floor: np.ndarray
+    single_floor: bool = False
+
+    @property
+    def score(self) -> np.ndarray:
+        return self.score_by_floor[..., 0] if self.single_floor else self.score_by_floor
+
+    @property
+    def exit(self) -> np.ndarray:
+        return self.exit_by_floor[..., 0] if self.single_floor else self.exit_by_floor
 
     @property
     def mean_score(self):
-        return self.score.mean(axis=-1)
+        return self.score_by_floor.mean(axis=-1)
 
     @property
     def exit_rate(self):
-        return self.exit.mean(axis=-1)
+        return self.exit_by_floor.mean(axis=-1)
 
 
 def exact_score(floors, policy) -> Evaluation:
@@ -278,12 +325,10 @@ def exact_score(floors, policy) -> Evaluation:
     single_floor = floors.ndim == 1
     floors = np.atleast_2d(floors)
     q_tile = _policy_table(policy)[:, pattern_index(floors)]      # (P, F, 40) LEAP prob per tile
-    score, exit_prob = backward_pass(floors, q_tile)
+    score, exit_prob = tile_values(floors, q_tile)
     if np.ndim(policy) != 2 or np.shape(policy) == (N_SENSORS, 2):
         score, exit_prob = score[0], exit_prob[0]                  # one policy: drop the P axis
-    if single_floor:
-        score, exit_prob = score[..., 0], exit_prob[..., 0]
-    return Evaluation(score=score, exit=exit_prob)
+    return Evaluation(score, exit_prob, single_floor)
 
 
 def omniscient_score(floors) -> Evaluation:
@@ -292,20 +337,20 @@ def omniscient_score(floors) -> Evaluation:
     The same backward pass as ``exact_score``, taking the better move on every tile; the exit
     probability reported is that of the score-maximising choices.
     """
-    floors = np.atleast_2d(check_floor(floors, batch=True))
-    score, exit_prob = backward_pass(floors, None)
-    return Evaluation(score=score[0], exit=exit_prob[0])
+    floors = check_floor(floors, batch=True)
+    single_floor = floors.ndim == 1
+    score, exit_prob = tile_values(np.atleast_2d(floors), None)
+    return Evaluation(score[0], exit_prob[0], single_floor)
 
 
-def backward_pass(floors, q_tile):
+def tile_values(floors, q_tile):
     """Expected score and exit probability from tile 0, filling tiles 38 down to 0.
 
-    ``q_tile`` (P, F, 40) holds the LEAP probability on every tile; ``None`` takes the better move
-    on every tile instead. Lava tiles are worth t/39 and exit 0; tiles 39..42 are worth 1.
+    Dynamic programming over the tiles. ``q_tile`` (P, F, 40) holds the LEAP probability on every
+    tile; ``None`` takes the better move on every tile instead. Lava tiles are worth t/39 and exit
+    0; tiles 39..42 are worth 1.
     """
-    floors = np.atleast_2d(check_floor(floors, batch=True))
-    if q_tile is not None and (np.ndim(q_tile) != 3 or np.shape(q_tile)[1:] != floors.shape):
-        raise ValueError(f"q_tile must have shape (P, {len(floors)}, 40), got {np.shape(q_tile)}")
+    floors, q_tile = _check_tile_values_args(floors, q_tile)
     P = 1 if q_tile is None else q_tile.shape[0]
     value = np.ones((P, len(floors), N_TILES + 3))
     exit_ = np.ones((P, len(floors), N_TILES + 3))
@@ -319,6 +364,21 @@ def backward_pass(floors, q_tile):
         value[..., t] = np.where(floors[:, t], t / EXIT, (1 - q) * v_step + q * v_leap)
         exit_[..., t] = np.where(floors[:, t], 0.0, (1 - q) * e_step + q * e_leap)
     return value[..., 0], exit_[..., 0]
+
+
+def _check_tile_values_args(floors, q_tile):
+    floors = np.atleast_2d(check_floor(floors, batch=True))
+    if q_tile is None:
+        return floors, None
+    q = np.asarray(q_tile)
+    if q.ndim != 3 or q.shape[1:] != floors.shape:
+        raise ValueError(f"q_tile must have shape (P, {len(floors)}, 40), got {q.shape}")
+    if not np.issubdtype(q.dtype, np.number) or np.issubdtype(q.dtype, np.complexfloating):
+        raise TypeError(f"q_tile holds LEAP probabilities (real numbers), got dtype {q.dtype}")
+    q = q.astype(float)
+    if not np.isfinite(q).all() or (q < 0).any() or (q > 1).any():
+        raise ValueError("q_tile holds LEAP probabilities in [0, 1] (no NaN or inf)")
+    return floors, q
 
 
 def _policy_table(policy) -> np.ndarray:
@@ -342,10 +402,13 @@ def deterministic_policies() -> np.ndarray:
 def monte_carlo_score(floors, policy, n_runs: int, rng: np.random.Generator) -> Evaluation:
     """Mean score and exit rate per floor from ``n_runs`` sampled runs (a check on exact_score)."""
     floors = check_floor(floors, batch=True)
-    floors = np.atleast_2d(floors)
-    groups = [play_steps(f, policy, n_runs, rng) for f in floors]
-    return Evaluation(score=np.array([g.scores.mean() for g in groups]),
-                      exit=np.array([(g.final_tiles >= EXIT).mean() for g in groups]))
+    single_floor = floors.ndim == 1
+    if isinstance(n_runs, bool) or not isinstance(n_runs, (int, np.integer)) or n_runs < 1:
+        raise ValueError(f"n_runs must be a positive integer, got {n_runs!r}")
+    check_rng(rng)
+    groups = [play_steps(f, policy, n_runs, rng) for f in np.atleast_2d(floors)]
+    return Evaluation(np.array([g.scores.mean() for g in groups]),
+                      np.array([(g.final_tiles >= EXIT).mean() for g in groups]), single_floor)
 
 
 @dataclass

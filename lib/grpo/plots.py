@@ -11,7 +11,7 @@ from IPython.display import HTML
 from matplotlib.animation import FuncAnimation
 from matplotlib.patches import Rectangle
 
-from .lava import EXIT, N_TILES, check_floor
+from .lava import EXIT, N_TILES, check_floor, exact_score, play_group
 
 # Okabe-Ito colour-blind-safe palette; an algorithm keeps its colour in every chapter.
 COLORS = {
@@ -81,6 +81,63 @@ def draw_run(ax, run, y: float = 0.0, color: str | None = None) -> None:
         ax.plot([end], [y], "X", color="black", ms=9)
 
 
+def draw_runs(ax, floor, runs, labels=None, color: str | None = None, spacing: float = 1.9) -> None:
+    """Draw ``runs`` of one floor stacked top to bottom, each above its own copy of the floor.
+
+    ``labels`` (one per run, default "score 0.xxx") are written left of each floor.
+    """
+    runs = list(runs)
+    if not runs:
+        raise ValueError("runs is empty: nothing to draw")
+    if labels is None:
+        labels = [f"score {run.score:.3f}" for run in runs]
+    labels = list(labels)
+    if len(labels) != len(runs):
+        raise ValueError(f"need one label per run: {len(runs)} runs, {len(labels)} labels")
+    for i, (run, label) in enumerate(zip(runs, labels)):
+        draw_floor(ax, floor, y=-spacing * i, label=label)
+        draw_run(ax, run, y=-spacing * i, color=color)
+    ax.set_ylim(-spacing * (len(runs) - 1) - 0.6, 1.6)
+    ax.set_xticks(range(0, N_TILES, 5))
+    ax.set_xlabel("tile")
+
+
+def _policy_color(label: str) -> str:
+    """A policy label's colour: grey for "untrained", else the first algorithm named in it."""
+    if "untrained" in label.lower():
+        return COLORS["untrained"]
+    for algo in ("GRPO", "PPO", "REINFORCE"):
+        if algo in label:
+            return COLORS[algo]
+    return COLORS["path"]
+
+
+def before_after_runs(floor, policies, G: int = 8, seed: int = 0):
+    """One panel per policy, one above the other: its G runs of ``floor`` stacked; returns the Figure.
+
+    ``policies`` maps a label (e.g. "untrained", "GRPO, trained") to a weight matrix W (4, 2) or a
+    LEAP table (8,). Every policy plays with the same generator seed, so the panels differ only by
+    the policy. Each panel's title gives the policy's exact expected score on this floor.
+    """
+    floor = check_floor(floor)
+    if not isinstance(policies, dict) or not policies:
+        raise ValueError("policies must be a non-empty dict {label: W}")
+    if isinstance(G, bool) or int(G) != G or G < 1:
+        raise ValueError(f"G must be a positive integer, got {G!r}")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    panel_height = 9.0 * (1.9 * int(G) + 0.4) / 44 + 0.5       # equal-aspect tiles, 9 in wide
+    fig, axes = plt.subplots(len(policies), 1, figsize=(9, panel_height * len(policies)),
+                             squeeze=False)
+    for ax, (label, W) in zip(axes[:, 0], policies.items()):
+        runs = play_group(floor, W, int(G), np.random.default_rng(int(seed)))
+        draw_runs(ax, floor, runs, color=_policy_color(str(label)))
+        expected = float(exact_score(floor, W).score)
+        ax.set_title(f"{label}: expected score {expected:.3f}", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
 def animate_run(floor, run, interval: int = 450) -> FuncAnimation:
     """A run stepped move by move, for ``to_jshtml()``: the bot, its sensors and its move."""
     floor = check_floor(floor)
@@ -129,6 +186,19 @@ def plot_seed_curves(ax, runs, label: str | None = None, color: str | None = Non
             label=label if label is not None else f"{runs.algo} (mean of {len(curves)} seeds)")
     ax.set_xlabel("update")
     ax.set_ylabel("exact test score (200 floors)")
+
+
+def curve_axes(ax, ceiling: float, untrained: float, ylim=(0.25, 0.62)) -> None:
+    """A learning-curve panel's reference lines: the best possible score and the untrained bot's."""
+    for name, value in (("ceiling", ceiling), ("untrained", untrained)):
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.floating)) \
+                or not np.isfinite(value):
+            raise ValueError(f"{name} must be a finite score, got {value!r}")
+    ax.axhline(ceiling, color=COLORS["ceiling"], ls=":", lw=1.2,
+               label=f"best possible {ceiling:.3f}")
+    ax.axhline(untrained, color=COLORS["untrained"], ls="--", lw=1,
+               label=f"untrained {untrained:.3f}")
+    ax.set_ylim(*ylim)
 
 
 def animation_html(anim: FuncAnimation, name: str) -> HTML:

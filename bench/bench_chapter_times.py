@@ -1,0 +1,96 @@
+"""Time each notebook's execution, top to bottom in a fresh kernel (run by `make bench`).
+
+Writes data/bench/chapter_times.json, which the landing page's time-and-hardware table reads.
+Afterwards the pages that show these timings (the landing page and the reproduction report) are
+re-executed in place, so the built book shows the new numbers. Each notebook runs in its own
+child process (so the kernel's peak memory can be read from
+``getrusage``), under the Makefile's determinism settings; the notebooks on disk are not
+rewritten. Times depend on the machine and on what else it is doing: the file records both.
+
+    python bench/bench_chapter_times.py [NOTEBOOK ...]    # default: every chapter and book page
+"""
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "data" / "bench" / "chapter_times.json"
+
+
+def run_one(path: str) -> dict:
+    """Execute one notebook in a fresh kernel; return wall seconds and the kernel's peak RSS."""
+    import resource
+
+    import nbformat
+    import torch  # noqa: F401  (import cost is the kernel's, not ours: warm the page cache)
+    from nbclient import NotebookClient
+
+    nb = nbformat.read(path, as_version=4)
+    start = time.perf_counter()
+    NotebookClient(nb, timeout=3600, kernel_name="python3", record_timing=False,
+                   resources={"metadata": {"path": str(Path(path).parent)}}).execute()
+    seconds = time.perf_counter() - start
+    peak_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss   # the kernel, now exited
+    return {"seconds": round(seconds, 1), "peak_memory_mb": round(peak_kib / 1024)}
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def load_average() -> float | None:
+    try:
+        return round(os.getloadavg()[0], 2)
+    except OSError:
+        return None
+
+
+def main(argv: list[str]) -> None:
+    if argv[:1] == ["--one"]:
+        print(json.dumps(run_one(argv[1])))
+        return
+    notebooks = argv or sorted(str(p.relative_to(ROOT)) for p in
+                               [*ROOT.glob("book/*.ipynb"), *ROOT.glob("chapters/[0-9][0-9]_*.ipynb")])
+    old = json.loads(OUT.read_text())["notebooks"] if OUT.exists() else {}
+    load_before = load_average()
+    times = dict(old)
+    for nb in notebooks:
+        proc = subprocess.run([sys.executable, __file__, "--one", nb], cwd=ROOT, check=True,
+                              capture_output=True, text=True)
+        times[nb] = json.loads(proc.stdout.strip().splitlines()[-1])
+        print(f"{nb}: {times[nb]['seconds']:.1f} s, kernel peak {times[nb]['peak_memory_mb']} MB",
+              flush=True)
+    record = {
+        "measured": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "machine": {"cpu": cpu_model(), "cores": os.cpu_count(), "gpu": "none",
+                    "python": platform.python_version(),
+                    "threads": os.environ.get("OMP_NUM_THREADS", "unset")},
+        "load_average_1min_at_start": load_before,
+        "load_average_1min_at_end": load_average(),
+        "notebooks": dict(sorted(times.items())),
+    }
+    OUT.parent.mkdir(parents=True, exist_ok=True)
+    OUT.write_text(json.dumps(record, indent=2, allow_nan=False) + "\n")
+    print(f"wrote {OUT.relative_to(ROOT)}")
+    readers = [str(p.relative_to(ROOT)) for p in (ROOT / "book").glob("*.ipynb")
+               if "chapter_times.json" in p.read_text()]
+    if readers:                      # their timing cells are NBVAL_IGNORE_OUTPUT: refresh them
+        subprocess.run([sys.executable, str(ROOT / ".ci" / "execute_notebooks.py"), *sorted(readers)],
+                       cwd=ROOT, check=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

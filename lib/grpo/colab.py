@@ -1,0 +1,66 @@
+"""Running a chapter outside the repository (Colab, Binder, a bare Jupyter): the first cell.
+
+A notebook opened from the launch buttons has no ``grpo`` package and no ``data/`` beside it.
+Its first cell clones the book's repository, installs the lib from the clone and moves into the
+clone's ``chapters/``, so the chapter's imports and its ``data/results`` reads work unchanged.
+Inside the repository (``make lab``, nbval) ``grpo`` is importable and the cell does nothing.
+
+The repository URL is the one setting ``repository.url`` in ``_config.yml``;
+``python -m grpo.colab`` prints the cell for it, ready to paste as a chapter's first cell.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+CLONE_DIR = "grpo-book"
+
+FIRST_CELL = '''\
+# Outside the book's repository (Colab, Binder): clone it and install its lib. In the repo: nothing.
+import importlib.util, os, subprocess, sys
+if importlib.util.find_spec("grpo") is None:
+    REPO, BRANCH = {repo!r}, {branch!r}
+    if not REPO:
+        raise RuntimeError("set repository.url in the book's _config.yml, then regenerate this "
+                           "cell with `python -m grpo.colab`")
+    if not os.path.isdir({clone!r}):
+        subprocess.run(["git", "clone", "--quiet", "--depth", "1", "--branch", BRANCH, REPO,
+                        {clone!r}], check=True)
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "-e", {clone!r}], check=True)
+    sys.path.insert(0, os.path.abspath(os.path.join({clone!r}, "lib")))
+    os.chdir(os.path.join({clone!r}, "chapters"))
+'''
+
+
+def first_cell(repo_url: str, branch: str = "main") -> str:
+    """The source of a chapter's first cell for the repository at ``repo_url``.
+
+    ``repo_url`` may be empty (no public repository yet): the cell then does nothing inside the
+    repository and, outside it, stops with a message saying which setting to fill in.
+    """
+    if not isinstance(repo_url, str) or not isinstance(branch, str):
+        raise TypeError("repo_url and branch must be strings")
+    if repo_url and not re.fullmatch(r"https://\S+", repo_url):
+        raise ValueError(f"repo_url must be an https:// URL (or empty), got {repo_url!r}")
+    if not re.fullmatch(r"[\w./-]+", branch):
+        raise ValueError(f"branch must be a plain git branch name, got {branch!r}")
+    return FIRST_CELL.format(repo=repo_url.rstrip("/"), branch=branch, clone=CLONE_DIR)
+
+
+def configured_repository(config_path: str | Path | None = None) -> tuple[str, str]:
+    """(url, branch) from the ``repository:`` block of ``_config.yml`` (default: the repo's)."""
+    path = Path(config_path) if config_path else Path(__file__).resolve().parents[2] / "_config.yml"
+    text = path.read_text()
+    block = re.search(r"^repository:\n((?:[ \t]+.*\n?)*)", text, re.MULTILINE)
+    if block is None:
+        return "", "main"
+
+    def value(key, default):
+        found = re.search(rf"^\s+{key}:\s*(.*?)\s*(?:#.*)?$", block.group(1), re.MULTILINE)
+        return found.group(1).strip("\"'") if found else default
+
+    return value("url", ""), value("branch", "main")
+
+
+if __name__ == "__main__":
+    print(first_cell(*configured_repository()), end="")

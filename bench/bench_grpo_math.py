@@ -38,7 +38,8 @@ def time_ours(model_dir, rows):
     policy = AutoModelForCausalLM.from_pretrained(model_dir)
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     ref = AutoModelForCausalLM.from_pretrained(model_dir).eval().requires_grad_(False)
-    cfg = hf.HFConfig(G=G, max_new_tokens=NEW_TOKENS, beta=0.04, lr=1e-6, temperature=1.0)
+    cfg = hf.HFConfig(G=G, max_new_tokens=NEW_TOKENS, beta=0.04, lr=1e-6, temperature=1.0,
+                      chunk_groups=PROMPTS)             # one forward/backward, as TRL's step
     optimizer = torch.optim.Adam(policy.parameters(), lr=cfg.lr)
     questions, answers = [r["question"] for r in rows], [r["answer"] for r in rows]
     torch.manual_seed(0)

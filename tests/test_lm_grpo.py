@@ -277,8 +277,8 @@ def toy_policy(seed=0, B=2, G=4, T=5, V=6):
     mask = torch.arange(T)[None] < torch.randint(1, T + 1, (B * G, 1), generator=g)
     rewards = torch.tensor([[1.0, 0, 0, 1], [0.0, 1, 1, 1]], dtype=torch.float64)
 
-    def logprobs(weights=logits):
-        return logprobs_at_temperature(weights.expand(B * G, T, V), tokens, 0.7)
+    def logprobs(rows=slice(None), weights=logits):
+        return logprobs_at_temperature(weights.expand(B * G, T, V)[rows], tokens[rows], 0.7)
     return logits, logprobs, mask, rewards
 
 
@@ -287,12 +287,29 @@ def test_grpo_update_once_is_one_adam_step_on_the_loss_with_pi_old_its_own_start
     twin = torch.nn.Parameter(logits.detach().clone())
     stats = grpo_update(logprobs, torch.optim.Adam([logits], lr=0.1), mask, rewards, beta=0.0)
     optimizer = torch.optim.Adam([twin], lr=0.1)
-    logp, _ = logprobs(twin)
+    logp, _ = logprobs(weights=twin)
     loss, _ = grpo_loss(logp, logp.detach(), None, mask, rewards, beta=0.0)
     loss.backward()
     optimizer.step()
     assert torch.equal(logits, twin) and stats["loss"] == loss.item()
     assert stats["clip_fraction"] == 0.0                   # pass 1: rho = 1 exactly
+
+
+@pytest.mark.parametrize("aggregation", ["sequence", "token", "constant"])
+def test_grpo_update_in_chunks_takes_the_same_step(aggregation):
+    """Gradient accumulation over chunks of groups: the same gradient, loss and stats as one pass."""
+    results = []
+    for chunk_groups in (None, 1):
+        logits, logprobs, mask, rewards = toy_policy(B=3, G=4)
+        logp_ref = logprobs()[0].detach() - 0.1
+        stats = grpo_update(logprobs, torch.optim.SGD([logits], lr=1.0), mask, rewards[[0, 1, 1]],
+                            logp_ref=logp_ref, reuse=2, chunk_groups=chunk_groups,
+                            aggregation=aggregation, beta=0.1)
+        results.append((logits.detach(), stats))
+    (whole, s_whole), (chunked, s_chunked) = results
+    assert (whole - chunked).abs().max() < 1e-14
+    assert s_whole.keys() == s_chunked.keys()
+    assert all(s_chunked[k] == pytest.approx(s_whole[k], abs=1e-14) for k in s_whole)
 
 
 def test_grpo_update_reuses_pi_old_so_the_clip_engages_on_later_passes():
@@ -304,6 +321,8 @@ def test_grpo_update_reuses_pi_old_so_the_clip_engages_on_later_passes():
     assert not torch.equal(logprobs()[0].detach(), logp_old)
     with pytest.raises(ValueError, match="reuse"):
         grpo_update(logprobs, torch.optim.Adam([logits]), mask, rewards, reuse=0)
+    with pytest.raises(ValueError, match="chunk_groups"):
+        grpo_update(logprobs, torch.optim.Adam([logits]), mask, rewards, chunk_groups=0)
 
 
 # ---------------------------------------------------------------------------------------------

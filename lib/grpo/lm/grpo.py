@@ -149,25 +149,47 @@ def grpo_loss(logp, logp_old, logp_ref, mask, rewards, *, advantage: str = "zsco
 
 
 def grpo_update(logprobs, optimizer, mask, rewards, logp_old=None, logp_ref=None, reuse: int = 1,
-                **options):
-    """``reuse`` optimizer steps (K) of ``grpo_loss`` on one sampled batch; the last pass's stats.
+                chunk_groups: int | None = None, **options):
+    """``reuse`` optimizer steps (K) of ``grpo_loss`` on one sampled batch; the last step's stats.
 
-    ``logprobs()`` recomputes pi_theta's token log-probs (with grad) and entropies at the sampling
-    temperature. ``logp_old`` is the sampler's log-probs; None takes pi_theta's on the first pass,
-    before any step, which is the same policy and saves a forward pass. Every pass keeps the same
-    pi_old, so from the second pass on the ratio moves away from 1 and the clip can engage.
+    ``logprobs(rows)`` recomputes pi_theta's token log-probs (with grad) and entropies at the
+    sampling temperature for the completions in ``rows``, a slice of the B*G rows. ``logp_old`` is
+    the sampler's log-probs; None takes pi_theta's on the first pass, before any step: the same
+    policy, and no extra forward pass. Every pass keeps that pi_old, so from the second pass on the
+    ratio moves away from 1 and the clip can engage. ``chunk_groups`` (default: all) groups go
+    through each forward/backward, and the gradients add up to exactly the whole batch's: a large
+    vocabulary's logits then fit in memory.
     """
+    B, G = _check_rewards(rewards).shape
+    N = B * G
     if not (isinstance(reuse, int) and reuse >= 1):
         raise ValueError(f"reuse must be an int >= 1, got {reuse!r}")
+    if chunk_groups is not None and not (isinstance(chunk_groups, int) and chunk_groups >= 1):
+        raise ValueError(f"chunk_groups must be an int >= 1 or None, got {chunk_groups!r}")
+    step = G * (chunk_groups or B)
+    chunks = [slice(i, min(i + step, N)) for i in range(0, N, step)]
+    old = [None if logp_old is None else logp_old[c] for c in chunks]
+    tokens = mask.sum()
     for _ in range(reuse):
-        logp, entropy = logprobs()
-        logp_old = logp.detach() if logp_old is None else logp_old
-        loss, stats = grpo_loss(logp, logp_old, logp_ref, mask, rewards, entropy=entropy.detach(),
-                                **options)
         optimizer.zero_grad(set_to_none=True)
-        loss.backward()
+        total = {}
+        for j, c in enumerate(chunks):
+            logp, entropy = logprobs(c)
+            old[j] = logp.detach() if old[j] is None else old[j]
+            loss, stats = grpo_loss(logp, old[j], None if logp_ref is None else logp_ref[c], mask[c],
+                                    rewards[c.start // G:c.stop // G], entropy=entropy.detach(),
+                                    **options)
+            # each chunk's share of the whole batch's average: its tokens, or its completions
+            by_tokens = float(mask[c].sum() / tokens)
+            by_rows = (c.stop - c.start) / N
+            share = by_tokens if options.get("aggregation") == "token" else by_rows
+            (loss * share).backward()
+            for key, value in {"loss": loss.item(), **stats}.items():
+                weight = by_tokens if key in ("clip_fraction", "kl_mean", "entropy_mean") else by_rows
+                weight = share if key == "loss" else weight
+                total[key] = total.get(key, 0.0) + weight * value
         optimizer.step()
-    return {"loss": loss.item(), **stats}
+    return total
 
 
 def dynamic_sampling(draw, n_groups: int, max_draws: int = 10):

@@ -50,6 +50,7 @@ class HFConfig:
     advantage: str = "zscore"
     aggregation: str = "sequence"
     reuse: int = 1                              # Adam steps per sampled batch (K)
+    chunk_groups: int = 1                       # groups per forward/backward (memory, not math)
     temperature: float = 1.0
     max_new_tokens: int = 300
     seed: int = 0
@@ -138,17 +139,21 @@ def grpo_step(policy, ref, tokenizer, optimizer, questions, answers, cfg: HFConf
     rewards = torch.tensor([verifier(t, a) for t, a in zip(texts, answers_per_completion)],
                            dtype=torch.float32, device=ids.device).reshape(len(questions), cfg.G)
     t1 = time.perf_counter()
+    chunks = [slice(i, i + cfg.G * cfg.chunk_groups) for i in range(0, len(ids), cfg.G * cfg.chunk_groups)]
     logp_ref = None
     if cfg.beta > 0:
         with torch.no_grad():
-            logp_ref, _ = completion_logprobs(ref, ids, attn, n_prompt, cfg.temperature)
+            logp_ref = torch.cat([completion_logprobs(ref, ids[c], attn[c], n_prompt, cfg.temperature)[0]
+                                  for c in chunks])
     t2 = time.perf_counter()
     policy.train()
-    stats = grpo_update(lambda: completion_logprobs(policy, ids, attn, n_prompt, cfg.temperature),
+    stats = grpo_update(lambda rows: completion_logprobs(policy, ids[rows], attn[rows], n_prompt,
+                                                         cfg.temperature),
                         optimizer, mask, rewards, logp_ref=logp_ref, reuse=cfg.reuse,
-                        advantage=cfg.advantage, clip=cfg.clip, eps_low=cfg.eps_low,
-                        eps_high=cfg.eps_high, beta=cfg.beta, kl_ratio=cfg.kl_ratio,
-                        aggregation=cfg.aggregation, max_tokens=cfg.max_new_tokens)
+                        chunk_groups=cfg.chunk_groups, advantage=cfg.advantage, clip=cfg.clip,
+                        eps_low=cfg.eps_low, eps_high=cfg.eps_high, beta=cfg.beta,
+                        kl_ratio=cfg.kl_ratio, aggregation=cfg.aggregation,
+                        max_tokens=cfg.max_new_tokens)
     t3 = time.perf_counter()
     return {**stats, "sample_s": t1 - t0, "ref_s": t2 - t1, "update_s": t3 - t2,
             "sampled_tokens": int(mask.sum())}
@@ -202,8 +207,8 @@ def run(cfg: HFConfig, verifier=None, log=print):
     """Train ``cfg.model`` with GRPO on GSM8K's train split; returns (policy, list of step stats)."""
     if not (cfg.lr > 0 and math.isfinite(cfg.lr)):
         raise ValueError(f"lr must be a finite number > 0, got {cfg.lr}")
-    if cfg.G < 2 or cfg.prompts < 1 or cfg.steps < 1 or cfg.reuse < 1:
-        raise ValueError(f"need G >= 2, prompts >= 1, steps >= 1, reuse >= 1; got {cfg}")
+    if cfg.G < 2 or cfg.prompts < 1 or cfg.steps < 1 or cfg.reuse < 1 or cfg.chunk_groups < 1:
+        raise ValueError(f"need G >= 2, prompts >= 1, steps >= 1, reuse >= 1, chunk_groups >= 1; got {cfg}")
     device = pick_device(cfg.device)
     torch.manual_seed(cfg.seed)
     rows = load_questions(cfg.gsm8k)

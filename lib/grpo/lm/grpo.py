@@ -184,10 +184,10 @@ def grpo_update(logprobs, optimizer, mask, rewards, logp_old=None, logp_ref=None
             by_rows = (c.stop - c.start) / N
             share = by_tokens if options.get("aggregation") == "token" else by_rows
             (loss * share).backward()
+            weights = {"loss": share, "clip_fraction": by_tokens, "kl_mean": by_tokens,
+                       "entropy_mean": by_tokens}                 # the rest: per completion
             for key, value in {"loss": loss.item(), **stats}.items():
-                weight = by_tokens if key in ("clip_fraction", "kl_mean", "entropy_mean") else by_rows
-                weight = share if key == "loss" else weight
-                total[key] = total.get(key, 0.0) + weight * value
+                total[key] = total.get(key, 0.0) + weights.get(key, by_rows) * value
         optimizer.step()
     return total
 

@@ -293,6 +293,11 @@ def test_grpo_update_once_is_one_adam_step_on_the_loss_with_pi_old_its_own_start
     optimizer.step()
     assert torch.equal(logits, twin) and stats["loss"] == loss.item()
     assert stats["clip_fraction"] == 0.0                   # pass 1: rho = 1 exactly
+    assert "entropy_mean" in stats
+    logits, logprobs, mask, rewards = toy_policy()          # log-probs alone, no entropy: also fine
+    stats = grpo_update(lambda rows: logprobs(rows)[0], torch.optim.Adam([logits], lr=0.1), mask, rewards,
+                        beta=0.0)
+    assert torch.equal(logits, twin) and "entropy_mean" not in stats
 
 
 @pytest.mark.parametrize("aggregation", ["sequence", "token", "constant"])

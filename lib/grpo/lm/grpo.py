@@ -152,8 +152,9 @@ def grpo_update(logprobs, optimizer, mask, rewards, logp_old=None, logp_ref=None
                 chunk_groups: int | None = None, **options):
     """``reuse`` optimizer steps (K) of ``grpo_loss`` on one sampled batch; the last step's stats.
 
-    ``logprobs(rows)`` recomputes pi_theta's token log-probs (with grad) and entropies at the
-    sampling temperature for the completions in ``rows``, a slice of the B*G rows. ``logp_old`` is
+    ``logprobs(rows)`` recomputes pi_theta's token log-probs (with grad) at the sampling temperature
+    for the completions in ``rows``, a slice of the B*G rows; it returns them, or a pair (log-probs,
+    entropies) to log the entropy too. ``logp_old`` is
     the sampler's log-probs; None takes pi_theta's on the first pass, before any step: the same
     policy, and no extra forward pass. Every pass keeps that pi_old, so from the second pass on the
     ratio moves away from 1 and the clip can engage. ``chunk_groups`` (default: all) groups go
@@ -174,11 +175,12 @@ def grpo_update(logprobs, optimizer, mask, rewards, logp_old=None, logp_ref=None
         optimizer.zero_grad(set_to_none=True)
         total = {}
         for j, c in enumerate(chunks):
-            logp, entropy = logprobs(c)
+            out = logprobs(c)
+            logp, entropy = out if isinstance(out, tuple) else (out, None)
             old[j] = logp.detach() if old[j] is None else old[j]
             loss, stats = grpo_loss(logp, old[j], None if logp_ref is None else logp_ref[c], mask[c],
-                                    rewards[c.start // G:c.stop // G], entropy=entropy.detach(),
-                                    **options)
+                                    rewards[c.start // G:c.stop // G],
+                                    entropy=None if entropy is None else entropy.detach(), **options)
             # each chunk's share of the whole batch's average: its tokens, or its completions
             by_tokens = float(mask[c].sum() / tokens)
             by_rows = (c.stop - c.start) / N

@@ -114,6 +114,18 @@ def test_loss_and_gradient_equal_trls(trainer, loss_type, options, seed):
         assert stats["kl_mean"] == pytest.approx(trainer._metrics["train"]["kl"][-1])
 
 
+def test_parity_would_catch_a_wrong_setting(trainer):
+    """The same comparison fails when one TRL knob differs: clip-higher's eps_high, or the beta."""
+    logp, logp_old, logp_ref, mask, rewards = batch(0)
+    ours, _ = grpo_loss(logp, logp_old, logp_ref, mask, rewards, **{**PRESETS["dapo"], "beta": 0.04})
+    advantages = group_advantages(rewards).flatten()
+    symmetric = trl_loss(trainer, logp, logp_old, logp_ref, mask, advantages, "dapo", 0.2, 0.2, 0.04)
+    no_kl = trl_loss(trainer, logp, logp_old, logp_ref, mask, advantages, "dapo", 0.2, 0.28, 0.0)
+    right = trl_loss(trainer, logp, logp_old, logp_ref, mask, advantages, "dapo", 0.2, 0.28, 0.04)
+    assert abs(ours.item() - right.item()) < PARITY_TOL
+    assert abs(ours.item() - symmetric.item()) > 1e-6 and abs(ours.item() - no_kl.item()) > 1e-6
+
+
 def test_parity_in_float32(trainer):
     logp, logp_old, logp_ref, mask, rewards = batch(2, dtype=torch.float32)
     for loss_type, options in CASES[:3]:

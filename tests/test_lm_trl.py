@@ -57,11 +57,12 @@ def trainer(tiny, tmp_path_factory):
                         beta=0.04, use_bias_correction_kl=False)
 
 
-def trl_loss(trainer, logp, logp_old, logp_ref, mask, advantages, loss_type, eps_low, eps_high, beta):
+def trl_loss(trainer, logp, logp_old, logp_ref, mask, advantages, loss_type, eps_low, eps_high, beta,
+             max_tokens=None):
     """TRL's loss on our inputs: its log-prob method returns ours, the rest goes in ``inputs``."""
     trainer.loss_type, trainer.beta = loss_type, beta
     trainer.epsilon_low, trainer.epsilon_high = eps_low, eps_high
-    trainer.max_completion_length = logp.shape[1]
+    trainer.max_completion_length = max_tokens or logp.shape[1]          # Dr. GRPO's constant
     trainer.current_gradient_accumulation_steps = 1
     trainer.model.train()
     trainer._get_per_token_logps_and_entropies = lambda *a, **k: (logp, torch.zeros_like(logp), None)
@@ -89,7 +90,8 @@ def batch(seed, B=4, G=4, T=8, dtype=torch.float64):
 # (TRL loss_type, our options): DeepSeekMath's sequence mean, Dr. GRPO's constant, DAPO's tokens
 CASES = [("grpo", PRESETS["grpo"]), ("dr_grpo", PRESETS["dr_grpo"]), ("dapo", PRESETS["dapo"]),
          ("dr_grpo", {**PRESETS["dr_grpo"], "beta": 0.04}), ("dapo", {**PRESETS["dapo"], "beta": 0.04}),
-         ("grpo", {**PRESETS["grpo"], "eps_high": 0.28, "advantage": "center"})]
+         ("grpo", {**PRESETS["grpo"], "eps_high": 0.28, "advantage": "center"}),
+         ("dr_grpo", {**PRESETS["dr_grpo"], "max_tokens": 11})]
 PARITY_TOL = 1e-14
 
 
@@ -103,7 +105,7 @@ def test_loss_and_gradient_equal_trls(trainer, loss_type, options, seed):
     eps_high = options["eps_low"] if options["eps_high"] is None else options["eps_high"]
     advantages = group_advantages(rewards, options["advantage"]).flatten()
     theirs = trl_loss(trainer, theirs_logp, logp_old, logp_ref, mask, advantages, loss_type,
-                      options["eps_low"], eps_high, options["beta"])
+                      options["eps_low"], eps_high, options["beta"], options.get("max_tokens"))
     ours.backward()
     theirs.backward()
     assert abs(ours.item() - theirs.item()) < PARITY_TOL

@@ -241,7 +241,9 @@ def parse_args(argv=None) -> HFConfig:
         if f.name == "eps_high":
             kind = float
         parser.add_argument(f"--{f.name}", type=kind, default=value, help=f"default: {value}")
-    parser.add_argument("--preset", choices=sorted(PRESETS), help="a published recipe's loss options")
+    parser.add_argument("--preset", choices=sorted(PRESETS),
+                        help="a published recipe's loss options (DAPO's dynamic sampling is not wired "
+                             "into this command: see grpo.lm.grpo.dynamic_sampling)")
     args = vars(parser.parse_args(argv))
     preset = args.pop("preset")
     return HFConfig(**{**args, **(PRESETS[preset] if preset else {})})

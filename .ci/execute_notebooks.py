@@ -30,6 +30,15 @@ for name in sys.argv[1:]:
         nb.metadata.pop(key, None)
     for i, cell in enumerate(nb.cells):
         cell.metadata.pop("execution", None)
+        if cell.get("outputs"):           # prints split by a pause would diff between re-runs
+            merged = []
+            for out in cell.outputs:
+                if (merged and out.output_type == "stream" and merged[-1].output_type == "stream"
+                        and merged[-1].name == out.name):
+                    merged[-1].text += out.text
+                else:
+                    merged.append(out)
+            cell.outputs = merged
         cell.id = f"cell-{i:03d}"         # stable ids: a re-run leaves no diff
         for k, out in enumerate(cell.get("outputs", [])):
             view = out.get("data", {}).get("application/vnd.jupyter.widget-view+json")

@@ -1,0 +1,273 @@
+"""GRPO for language models: the loss over a batch of groups (chapter 8).
+
+A batch holds B prompts with G sampled completions each, flattened to N = B*G rows of T tokens
+(row b*G + g is completion g of prompt b). The caller computes, for every completion token, its
+log-probability under the policy being trained (``logp``, differentiable), under the policy that
+sampled it (``logp_old``) and under the frozen reference (``logp_ref``), **all at the sampling
+temperature** (``logprobs_at_temperature``). ``grpo_loss`` turns them and the (B, G) rewards into
+DeepSeekMath's objective (eq. 3 of Shao et al. 2024), negated to a loss:
+
+    loss = -1/N sum_i 1/|o_i| sum_t [ min(rho_it A_i, clip(rho_it, 1-eps_low, 1+eps_high) A_i)
+                                      - beta * k3_it ],
+    rho_it = pi_theta / pi_old,  A_i = (r_i - mean r) / std r within the group,
+    k3_it = pi_ref/pi_theta - log(pi_ref/pi_theta) - 1.
+
+It reuses the book's one home for each idea: the group z-score is ``grpo.algos.grpo_advantages``
+(chapter 4: all-equal groups give exactly 0), the clip is ``grpo.surrogate.clipped_surrogate``
+(chapter 6) and the KL is ``grpo.kl.kl_k3`` (chapter 5). The variants are parameters:
+
+- ``advantage``: "zscore" (DeepSeekMath), "center" (r - mean r, no std: Dr. GRPO), "raw" (r: no
+  baseline at all);
+- ``clip``, ``eps_low``, ``eps_high`` (clip-higher: DAPO's eps_high = 0.28), ``beta``;
+- ``kl_ratio``: weight k3 by rho_it, so that its gradient is the unbiased gradient of
+  KL(pi_theta || pi_ref) (chapter 5: plain k3's is that of KL(pi_ref || pi_theta)); TRL's
+  ``use_bias_correction_kl``, on by default in TRL 1.16;
+- ``aggregation``: "sequence" (1/|o_i| per completion, then the mean: DeepSeekMath eq. 3), "token"
+  (one mean over every token of the batch: DAPO's token-level loss), "constant" (the token sum
+  over N * max_tokens: Dr. GRPO's constant normaliser).
+
+``PRESETS`` names the three published recipes; ``grpo_update`` takes K optimizer steps on one
+sampled batch; ``dynamic_sampling`` is DAPO's batch filler.
+The three aggregations match TRL's ``loss_type`` "grpo", "dapo" and "dr_grpo" to float
+precision (tests/test_lm_trl.py).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+from grpo.algos import grpo_advantages
+from grpo.kl import kl_k3
+from grpo.surrogate import clipped_surrogate
+
+ADVANTAGES = ("zscore", "center", "raw")
+AGGREGATIONS = ("sequence", "token", "constant")
+
+PRESETS = {
+    # DeepSeekMath (Shao et al. 2024), eq. 3 and sec. 4.2: z-scored advantages, 1/|o_i|, KL 0.04.
+    "grpo": dict(advantage="zscore", clip=True, eps_low=0.2, eps_high=None, beta=0.04,
+                 aggregation="sequence"),
+    # Dr. GRPO (Liu et al. 2025): no std division, no 1/|o_i| (a constant normaliser, the
+    # generation budget, in their code); their runs use beta = 0.
+    "dr_grpo": dict(advantage="center", clip=True, eps_low=0.2, eps_high=None, beta=0.0,
+                    aggregation="constant"),
+    # DAPO (Yu et al. 2025): no KL term (sec. 2.3), clip-higher with eps_low 0.2 and eps_high 0.28
+    # (sec. 3.1 and the experimental settings), token-level loss 1/sum|o_i| (sec. 3.3); dynamic
+    # sampling (sec. 3.2) is `dynamic_sampling` below.
+    "dapo": dict(advantage="zscore", clip=True, eps_low=0.2, eps_high=0.28, beta=0.0,
+                 aggregation="token"),
+}
+
+
+def logprobs_at_temperature(logits, tokens, temperature: float = 1.0):
+    """log pi(token) and the entropy of pi at each position, with pi = softmax(logits / T).
+
+    ``logits`` (..., T, V) are the scores that predict ``tokens`` (..., T). Sampling at T draws
+    from softmax(logits / T), so pi_theta, pi_old and pi_ref must all be read at that T.
+    """
+    if not (isinstance(temperature, (int, float)) and math.isfinite(temperature) and temperature > 0):
+        raise ValueError(f"temperature must be a finite number > 0, got {temperature!r}")
+    logits = logits.to(torch.promote_types(logits.dtype, torch.float32))    # bf16/fp16 -> fp32
+    logp_all = torch.log_softmax(logits / temperature, dim=-1)
+    logp = logp_all.gather(-1, tokens.unsqueeze(-1)).squeeze(-1)
+    entropy = -(logp_all.exp() * logp_all).sum(-1)
+    return logp, entropy
+
+
+def group_advantages(rewards, advantage: str = "zscore") -> torch.Tensor:
+    """(B, G) rewards -> (B, G) advantages, one per completion.
+
+    "zscore": ``grpo.algos.grpo_advantages`` on each group ((r - mean) / (std + 1e-8), population
+    std; an all-equal group gives exactly 0). "center": r - mean, exactly 0 on all-equal groups.
+    "raw": r itself (no baseline: an all-right group still pushes every answer up).
+    """
+    r = _check_rewards(rewards).detach().cpu().double().numpy()
+    if advantage == "zscore":
+        adv = np.stack([grpo_advantages(group) for group in r])
+    elif advantage == "center":
+        adv = np.where((r == r[:, :1]).all(1, keepdims=True), 0.0, r - r.mean(1, keepdims=True))
+    elif advantage == "raw":
+        adv = r
+    else:
+        raise ValueError(f"advantage must be one of {ADVANTAGES}, got {advantage!r}")
+    return torch.as_tensor(adv, dtype=rewards.dtype, device=rewards.device)
+
+
+def grpo_loss(logp, logp_old, logp_ref, mask, rewards, *, advantage: str = "zscore",
+              clip: bool = True, eps_low: float = 0.2, eps_high: float | None = None,
+              beta: float = 0.04, kl_ratio: bool = False, aggregation: str = "sequence",
+              max_tokens: int | None = None, entropy=None):
+    """GRPO's loss on B groups of G completions, and what to log.
+
+    logp, logp_old, logp_ref: (B*G, T) token log-probs at the sampling temperature (logp_ref may be
+    None when beta = 0); mask: (B*G, T), 1 on completion tokens; rewards: (B, G); entropy: optional
+    (B*G, T) per-token entropy, only logged. ``max_tokens``: the constant of aggregation="constant"
+    (the generation budget; default T). Returns ``(loss, stats)``.
+    """
+    B, G, N = _check_loss_inputs(logp, logp_old, logp_ref, mask, rewards, beta, aggregation,
+                                 max_tokens, entropy)
+    m = mask.to(logp.dtype)
+    lengths = m.sum(1)                                                     # |o_i|
+
+    # 1. One advantage per completion, shared by all its tokens.
+    adv = group_advantages(rewards, advantage).to(logp).reshape(N, 1)
+
+    # 2. The per-token ratio to the sampling policy, clipped as in PPO (chapter 6) or not.
+    if clip:
+        surrogate, clipped = clipped_surrogate(logp, logp_old, adv, eps_low, eps_high)
+    else:
+        surrogate, clipped = torch.exp(logp - logp_old) * adv, torch.zeros_like(mask, dtype=bool)
+
+    # 3. k3 KL to the frozen reference, per token, inside the loss (chapter 5).
+    kl = kl_k3(logp, logp_ref) if logp_ref is not None else torch.zeros_like(logp)
+    kl_term = kl * torch.exp(logp - logp_old) if kl_ratio else kl
+    per_token = -(surrogate - beta * kl_term)
+
+    # 4. Average: per completion then over completions, over all tokens, or by a constant.
+    if aggregation == "sequence":
+        loss = ((per_token * m).sum(1) / lengths).mean()
+    elif aggregation == "token":
+        loss = (per_token * m).sum() / lengths.sum()
+    else:
+        loss = (per_token * m).sum() / (N * (max_tokens or mask.shape[1]))
+
+    with torch.no_grad():
+        r = rewards.detach()
+        stats = {
+            "reward_mean": float(r.mean()),
+            "degenerate_fraction": float((r == r[:, :1]).all(1).double().mean()),
+            "clip_fraction": float((clipped.to(m) * m).sum() / lengths.sum()),
+            "completion_length_mean": float(lengths.mean()),
+        }
+        if logp_ref is not None:
+            stats["kl_mean"] = float((kl.detach() * m).sum() / lengths.sum())
+        if entropy is not None:
+            stats["entropy_mean"] = float((entropy.detach() * m).sum() / lengths.sum())
+    return loss, stats
+
+
+def grpo_update(logprobs, optimizer, mask, rewards, logp_old=None, logp_ref=None, reuse: int = 1,
+                chunk_groups: int | None = None, **options):
+    """``reuse`` optimizer steps (K) of ``grpo_loss`` on one sampled batch; the last step's stats.
+
+    ``logprobs(rows)`` recomputes pi_theta's token log-probs (with grad) at the sampling temperature
+    for the completions in ``rows``, a slice of the B*G rows; it returns them, or a pair (log-probs,
+    entropies) to log the entropy too. ``logp_old`` is
+    the sampler's log-probs; None takes pi_theta's on the first pass, before any step: the same
+    policy, and no extra forward pass. Every pass keeps that pi_old, so from the second pass on the
+    ratio moves away from 1 and the clip can engage. ``chunk_groups`` (default: all) groups go
+    through each forward/backward, and the gradients add up to exactly the whole batch's: a large
+    vocabulary's logits then fit in memory.
+    """
+    B, G = _check_rewards(rewards).shape
+    N = B * G
+    if not (isinstance(reuse, int) and reuse >= 1):
+        raise ValueError(f"reuse must be an int >= 1, got {reuse!r}")
+    if chunk_groups is not None and not (isinstance(chunk_groups, int) and chunk_groups >= 1):
+        raise ValueError(f"chunk_groups must be an int >= 1 or None, got {chunk_groups!r}")
+    step = G * (chunk_groups or B)
+    chunks = [slice(i, min(i + step, N)) for i in range(0, N, step)]
+    old = [None if logp_old is None else logp_old[c] for c in chunks]
+    tokens = mask.sum()
+    for _ in range(reuse):
+        optimizer.zero_grad(set_to_none=True)
+        total = {}
+        for j, c in enumerate(chunks):
+            out = logprobs(c)
+            logp, entropy = out if isinstance(out, tuple) else (out, None)
+            old[j] = logp.detach() if old[j] is None else old[j]
+            loss, stats = grpo_loss(logp, old[j], None if logp_ref is None else logp_ref[c], mask[c],
+                                    rewards[c.start // G:c.stop // G],
+                                    entropy=None if entropy is None else entropy.detach(), **options)
+            # each chunk's share of the whole batch's average: its tokens, or its completions
+            by_tokens = float(mask[c].sum() / tokens)
+            by_rows = (c.stop - c.start) / N
+            share = by_tokens if options.get("aggregation") == "token" else by_rows
+            (loss * share).backward()
+            weights = {"loss": share, "clip_fraction": by_tokens, "kl_mean": by_tokens,
+                       "entropy_mean": by_tokens}                 # the rest: per completion
+            for key, value in {"loss": loss.item(), **stats}.items():
+                total[key] = total.get(key, 0.0) + weights.get(key, by_rows) * value
+        optimizer.step()
+    return total
+
+
+def dynamic_sampling(draw, n_groups: int, max_draws: int = 10):
+    """DAPO's dynamic sampling: draw until ``n_groups`` groups whose rewards are not all equal.
+
+    ``draw()`` samples a fresh batch and returns ``(groups, rewards)``: a list of b groups (anything:
+    token ids, texts) and their (b, G) rewards. All-equal groups (accuracy 0 or 1) have zero
+    advantage and give no gradient, so they are dropped, and the batch is filled to exactly
+    ``n_groups`` (surplus dropped). Returns ``(groups, rewards, draws)``; after ``max_draws``
+    draws it returns what it has, possibly fewer than ``n_groups``.
+    """
+    if not (isinstance(n_groups, int) and n_groups >= 1):
+        raise ValueError(f"n_groups must be an int >= 1, got {n_groups!r}")
+    if not (isinstance(max_draws, int) and max_draws >= 1):
+        raise ValueError(f"max_draws must be an int >= 1, got {max_draws!r}")
+    kept_groups, kept_rewards, draws = [], [], 0
+    while len(kept_groups) < n_groups and draws < max_draws:
+        groups, rewards = draw()
+        rewards = _check_rewards(rewards)
+        if len(groups) != rewards.shape[0]:
+            raise ValueError(f"draw() returned {len(groups)} groups but {rewards.shape[0]} reward rows")
+        draws += 1
+        informative = ~(rewards == rewards[:, :1]).all(1)
+        for i in torch.nonzero(informative).flatten().tolist()[:n_groups - len(kept_groups)]:
+            kept_groups.append(groups[i])
+            kept_rewards.append(rewards[i])
+    G = rewards.shape[1]
+    stacked = torch.stack(kept_rewards) if kept_rewards else rewards.new_zeros((0, G))
+    return kept_groups, stacked, draws
+
+
+def _check_rewards(rewards) -> torch.Tensor:
+    if not isinstance(rewards, torch.Tensor) or not rewards.is_floating_point():
+        raise ValueError("rewards must be a floating-point torch tensor of shape (B, G)")
+    if rewards.ndim != 2 or rewards.shape[0] < 1:
+        raise ValueError(f"rewards must have shape (B, G), got {tuple(rewards.shape)}")
+    if rewards.shape[1] < 2:
+        raise ValueError(f"a group needs G >= 2 completions to compare, got G = {rewards.shape[1]}")
+    if not torch.isfinite(rewards).all():
+        raise ValueError("rewards contain NaN or inf")
+    return rewards
+
+
+def _check_loss_inputs(logp, logp_old, logp_ref, mask, rewards, beta, aggregation, max_tokens,
+                       entropy):
+    B, G = _check_rewards(rewards).shape
+    N = B * G
+    if not isinstance(logp, torch.Tensor) or logp.ndim != 2 or logp.shape[0] != N:
+        raise ValueError(f"logp must be a (B*G, T) = ({N}, T) tensor, got "
+                         f"{tuple(logp.shape) if isinstance(logp, torch.Tensor) else type(logp)}")
+    named = {"logp_old": logp_old, "mask": mask, "logp_ref": logp_ref, "entropy": entropy}
+    for name, x in named.items():
+        if x is None and name in ("logp_ref", "entropy"):
+            continue
+        if not isinstance(x, torch.Tensor) or x.shape != logp.shape:
+            raise ValueError(f"{name} must be a tensor of logp's shape {tuple(logp.shape)}, got "
+                             f"{tuple(x.shape) if isinstance(x, torch.Tensor) else type(x)}")
+    for name, x in (("logp", logp), ("logp_old", logp_old), ("entropy", entropy)):
+        if x is not None and not torch.isfinite(x.detach()).all():
+            raise ValueError(f"{name} contains NaN or inf (fill padding positions with 0)")
+    if logp_ref is not None and (torch.isnan(logp_ref).any() or (torch.isinf(logp_ref) & (mask == 0)).any()):
+        raise ValueError("logp_ref contains NaN, or inf on padding (fill padding positions with 0)")
+    if not ((mask == 0) | (mask == 1)).all():
+        raise ValueError("mask must hold only 0/1 (or False/True)")
+    empty = torch.nonzero(mask.sum(1) == 0).flatten().tolist()
+    if empty:
+        raise ValueError(f"completion(s) {empty} are empty (no mask tokens): every completion "
+                         "has at least one token, its end-of-sequence")
+    if not (isinstance(beta, (int, float)) and math.isfinite(beta) and beta >= 0):
+        raise ValueError(f"beta must be a finite number >= 0, got {beta!r}")
+    if beta > 0 and logp_ref is None:
+        raise ValueError("beta > 0 needs logp_ref, the reference log-probs")
+    if aggregation not in AGGREGATIONS:
+        raise ValueError(f"aggregation must be one of {AGGREGATIONS}, got {aggregation!r}")
+    if max_tokens is not None and not (isinstance(max_tokens, int)
+                                       and max_tokens >= int(mask.sum(1).max())):
+        raise ValueError(f"max_tokens must be an int >= the longest completion "
+                         f"({int(mask.sum(1).max())}), got {max_tokens!r}")
+    return B, G, N

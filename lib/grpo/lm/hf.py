@@ -1,0 +1,283 @@
+"""The same GRPO loss on a Hugging Face causal LM, and the verifier as a TRL reward function.
+
+Command line (a real model needs the network once, to download it, and a GPU to be quick):
+
+    python -m grpo.lm.hf --model Qwen/Qwen2.5-0.5B-Instruct --gsm8k data/gsm8k
+    python -m grpo.lm.hf --model Qwen/Qwen2.5-0.5B-Instruct --gsm8k hf --preset dapo
+
+One step (``grpo_step``): sample G completions per prompt with ``generate`` (pure sampling at the
+temperature: no top-k, no top-p), score them with the verifier, read the log-probs of pi_theta and
+of the frozen reference at that temperature, and take ``reuse`` Adam steps on
+``grpo.lm.grpo.grpo_loss``. pi_old is pi_theta before the first of those steps, so on the first
+pass it is ``logp.detach()`` and costs no forward pass (TRL does the same). Defaults follow
+DeepSeekMath (lr 1e-6, beta 0.04) with G = 16.
+
+``trl_reward`` wraps the verifier as a reward function for TRL's ``GRPOTrainer``, the tool for
+runs that outgrow one machine. ``tiny_causal_lm`` builds a tiny random model and a character
+tokenizer locally, so all of this runs offline in the tests.
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import math
+import os
+import sys
+import time
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+
+import torch
+
+from grpo.lm.grpo import PRESETS, grpo_update, logprobs_at_temperature
+
+INSTRUCTION = "Solve the problem step by step. End with a line '#### <number>'."
+
+
+@dataclass(frozen=True)
+class HFConfig:
+    model: str = "Qwen/Qwen2.5-0.5B-Instruct"   # hub id (needs the network once) or local dir
+    gsm8k: str = "data/gsm8k"                   # dir with train.jsonl, a .jsonl file, or "hf"
+    steps: int = 200
+    prompts: int = 4                            # prompts per step (B)
+    G: int = 16                                 # completions per prompt
+    lr: float = 1e-6
+    beta: float = 0.04
+    kl_ratio: bool = False                      # weight k3 by pi_theta/pi_old (TRL's default)
+    eps_low: float = 0.2
+    eps_high: float | None = None
+    clip: bool = True
+    advantage: str = "zscore"
+    aggregation: str = "sequence"
+    reuse: int = 1                              # Adam steps per sampled batch (K)
+    chunk_groups: int = 1                       # groups per forward/backward (memory, not math)
+    temperature: float = 1.0
+    max_new_tokens: int = 300
+    seed: int = 0
+    device: str = "auto"                        # "auto" wants a GPU; "cpu" runs anyway (slowly)
+    out: str = ""                               # save the trained model here when set
+
+
+# ----------------------------------------------------------------------------- the verifier
+
+def default_verifier():
+    """Chapter 7's verifier: 1.0 if the completion's ``#### n`` equals the answer's, else 0.0."""
+    from grpo.lm.data import reward
+    return reward
+
+
+def trl_reward(verifier=None):
+    """The verifier as a TRL reward function: ``f(completions, answer, **columns) -> list[float]``.
+
+    TRL passes the dataset's other columns by name, so the dataset needs an ``answer`` column.
+    Conversational completions (lists of messages) are scored on their last message's text.
+    """
+    verifier = verifier or default_verifier()
+
+    def gsm8k_reward(completions, answer, **_):
+        texts = [c[-1]["content"] if isinstance(c, list) else c for c in completions]
+        return [float(verifier(text, ans)) for text, ans in zip(texts, answer)]
+    return gsm8k_reward
+
+
+def trl_dataset(rows, tokenizer):
+    """GSM8K rows as TRL's dataset: our prompt text in ``prompt``, the solution in ``answer``."""
+    import datasets
+    return datasets.Dataset.from_list(
+        [{"prompt": prompt_text(tokenizer, r["question"]), "answer": r["answer"]} for r in rows])
+
+
+# ----------------------------------------------------------------------------- one GRPO step
+
+def prompt_text(tokenizer, question: str) -> str:
+    """The question with the answer-format instruction, in the model's chat template if it has one."""
+    if getattr(tokenizer, "chat_template", None):
+        messages = [{"role": "user", "content": f"{question}\n{INSTRUCTION}"}]
+        return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    return f"Question: {question}\n{INSTRUCTION}\nAnswer:"
+
+
+def completion_logprobs(model, ids, attention_mask, n_prompt: int, temperature: float):
+    """Log-probs and entropies of the tokens after the first ``n_prompt`` columns, at temperature."""
+    position_ids = (attention_mask.cumsum(-1) - 1).clamp(min=0)         # left padding
+    logits = model(input_ids=ids, attention_mask=attention_mask, position_ids=position_ids,
+                   logits_to_keep=ids.shape[1] - n_prompt + 1).logits   # completion positions only
+    return logprobs_at_temperature(logits[:, :-1], ids[:, n_prompt:], temperature)
+
+
+@torch.no_grad()
+def sample_groups(policy, tokenizer, questions, G: int, temperature: float, max_new_tokens: int):
+    """G completions per question: (ids, attention_mask, completion_mask, n_prompt, texts)."""
+    from transformers import GenerationConfig
+    tokenizer.padding_side = "left"
+    enc = tokenizer([prompt_text(tokenizer, q) for q in questions], return_tensors="pt",
+                    padding=True).to(policy.device)
+    pure_sampling = GenerationConfig(do_sample=True, temperature=temperature, top_k=0, top_p=1.0,
+                                     max_new_tokens=max_new_tokens, num_return_sequences=G,
+                                     pad_token_id=tokenizer.pad_token_id,
+                                     eos_token_id=tokenizer.eos_token_id)   # not the model's defaults
+    ids = policy.generate(**enc, generation_config=pure_sampling)
+    n_prompt = enc.input_ids.shape[1]
+    completion = ids[:, n_prompt:]
+    is_eos = completion == tokenizer.eos_token_id
+    after_eos = (is_eos.cumsum(1) - is_eos.long()) > 0                 # tokens after the first EOS
+    completion_mask = ~after_eos
+    attention_mask = torch.cat([enc.attention_mask.repeat_interleave(G, 0), completion_mask.long()], 1)
+    texts = tokenizer.batch_decode(completion.masked_fill(after_eos, tokenizer.pad_token_id),
+                                   skip_special_tokens=True)
+    return ids, attention_mask, completion_mask, n_prompt, texts
+
+
+def grpo_step(policy, ref, tokenizer, optimizer, questions, answers, cfg: HFConfig, verifier=None):
+    """Sample, score, and ``cfg.reuse`` Adam steps on GRPO's loss; returns the logged stats."""
+    verifier = verifier or default_verifier()
+    t0 = time.perf_counter()
+    policy.eval()
+    ids, attn, mask, n_prompt, texts = sample_groups(policy, tokenizer, questions, cfg.G,
+                                                     cfg.temperature, cfg.max_new_tokens)
+    answers_per_completion = [a for a in answers for _ in range(cfg.G)]
+    rewards = torch.tensor([verifier(t, a) for t, a in zip(texts, answers_per_completion)],
+                           dtype=torch.float32, device=ids.device).reshape(len(questions), cfg.G)
+    t1 = time.perf_counter()
+    chunks = [slice(i, i + cfg.G * cfg.chunk_groups) for i in range(0, len(ids), cfg.G * cfg.chunk_groups)]
+    logp_ref = None
+    if cfg.beta > 0:
+        with torch.no_grad():
+            logp_ref = torch.cat([completion_logprobs(ref, ids[c], attn[c], n_prompt, cfg.temperature)[0]
+                                  for c in chunks])
+    t2 = time.perf_counter()
+    policy.train()
+    stats = grpo_update(lambda rows: completion_logprobs(policy, ids[rows], attn[rows], n_prompt,
+                                                         cfg.temperature),
+                        optimizer, mask, rewards, logp_ref=logp_ref, reuse=cfg.reuse,
+                        chunk_groups=cfg.chunk_groups, advantage=cfg.advantage, clip=cfg.clip,
+                        eps_low=cfg.eps_low, eps_high=cfg.eps_high, beta=cfg.beta,
+                        kl_ratio=cfg.kl_ratio, aggregation=cfg.aggregation,
+                        max_tokens=cfg.max_new_tokens)
+    t3 = time.perf_counter()
+    return {**stats, "sample_s": t1 - t0, "ref_s": t2 - t1, "update_s": t3 - t2,
+            "sampled_tokens": int(mask.sum())}
+
+
+# ----------------------------------------------------------------------------- the command line
+
+def load_questions(source: str):
+    """GSM8K rows ``{"question", "answer"}``: "hf" (the hub, online), a .jsonl file, or a dir."""
+    from grpo.lm.data import load_gsm8k, load_gsm8k_hf, read_jsonl
+    try:
+        if source == "hf":
+            return load_gsm8k_hf("train")
+        if source.endswith(".jsonl"):
+            return read_jsonl(source)
+        return load_gsm8k("train", data_dir=source)
+    except (FileNotFoundError, RuntimeError) as e:
+        raise SystemExit(f"{e}\nHere: --gsm8k DIR (with train.jsonl), --gsm8k FILE.jsonl, or --gsm8k hf "
+                         "(downloads openai/gsm8k: needs the network).") from e
+
+
+def load_model(name: str, device: str):
+    """The model and its tokenizer; a clear error when a hub model needs the network."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    if not Path(name).is_dir() and os.environ.get("HF_HUB_OFFLINE") == "1":
+        raise SystemExit(f"{name!r} is not a local directory and HF_HUB_OFFLINE=1: downloading it "
+                         "from the Hugging Face hub needs the network. Unset HF_HUB_OFFLINE (online), "
+                         "or pass a local directory saved with save_pretrained().")
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(name)
+        policy = AutoModelForCausalLM.from_pretrained(name, dtype=torch.float32).to(device)
+    except OSError as e:
+        raise SystemExit(f"could not load {name!r}: a hub model needs the network the first time "
+                         f"({e})") from e
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return policy, tokenizer
+
+
+def pick_device(device: str) -> str:
+    if device != "auto":
+        return device
+    if torch.cuda.is_available():
+        return "cuda"
+    raise SystemExit("no GPU found. GRPO on a real model (0.5B parameters, G = 16 samples of up to "
+                     "300 tokens per prompt) is meant for a GPU. Pass --device cpu to run on the CPU "
+                     "anyway (slow for a real model; fine for a tiny local one).")
+
+
+def run(cfg: HFConfig, verifier=None, log=print):
+    """Train ``cfg.model`` with GRPO on GSM8K's train split; returns (policy, list of step stats)."""
+    if not (cfg.lr > 0 and math.isfinite(cfg.lr)):
+        raise ValueError(f"lr must be a finite number > 0, got {cfg.lr}")
+    if cfg.G < 2 or cfg.prompts < 1 or cfg.steps < 1 or cfg.reuse < 1 or cfg.chunk_groups < 1:
+        raise ValueError(f"need G >= 2, prompts >= 1, steps >= 1, reuse >= 1, chunk_groups >= 1; got {cfg}")
+    device = pick_device(cfg.device)
+    torch.manual_seed(cfg.seed)
+    rows = load_questions(cfg.gsm8k)
+    policy, tokenizer = load_model(cfg.model, device)
+    ref = copy.deepcopy(policy).eval().requires_grad_(False) if cfg.beta > 0 else None  # frozen start
+    optimizer = torch.optim.Adam(policy.parameters(), lr=cfg.lr)
+    order = torch.randperm(len(rows), generator=torch.Generator().manual_seed(cfg.seed)).tolist()
+    history = []
+    for step in range(cfg.steps):
+        batch = [rows[order[(step * cfg.prompts + i) % len(rows)]] for i in range(cfg.prompts)]
+        stats = grpo_step(policy, ref, tokenizer, optimizer, [r["question"] for r in batch],
+                          [r["answer"] for r in batch], cfg, verifier)
+        history.append(stats)
+        log(f"step {step + 1}/{cfg.steps}  loss {stats['loss']:+.4f}  reward {stats['reward_mean']:.3f}  "
+            f"degenerate {stats['degenerate_fraction']:.2f}  clip {stats['clip_fraction']:.3f}  "
+            f"kl {stats.get('kl_mean', 0.0):.4f}  len {stats['completion_length_mean']:.0f}  "
+            f"({stats['sample_s']:.1f} s sampling, {stats['update_s']:.1f} s update)")
+    if cfg.out:
+        policy.save_pretrained(cfg.out)
+        tokenizer.save_pretrained(cfg.out)
+    return policy, history
+
+
+def parse_args(argv=None) -> HFConfig:
+    parser = argparse.ArgumentParser(prog="python -m grpo.lm.hf", description=__doc__.split("\n\n")[0])
+    defaults = HFConfig()
+    for f in fields(HFConfig):
+        value = getattr(defaults, f.name)
+        kind = {bool: lambda s: s.lower() in ("1", "true", "yes")}.get(type(value), type(value))
+        if f.name == "eps_high":
+            kind = float
+        parser.add_argument(f"--{f.name}", type=kind, default=value, help=f"default: {value}")
+    parser.add_argument("--preset", choices=sorted(PRESETS),
+                        help="a published recipe's loss options (DAPO's dynamic sampling is not wired "
+                             "into this command: see grpo.lm.grpo.dynamic_sampling)")
+    args = vars(parser.parse_args(argv))
+    preset = args.pop("preset")
+    return HFConfig(**{**args, **(PRESETS[preset] if preset else {})})
+
+
+def main(argv=None):
+    torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
+    cfg = parse_args(argv)
+    print("config:", asdict(cfg), flush=True)
+    run(cfg)
+
+
+# ----------------------------------------------------------------------------- offline stand-ins
+
+TINY_CHARS = "0123456789+-*/=()#.,:?!$'<> \nabcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def tiny_causal_lm(seed: int = 0, hidden: int = 32, layers: int = 2):
+    """A tiny random Qwen2 causal LM and a character tokenizer, both built here (no download)."""
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
+    vocab = {t: i for i, t in enumerate(["<pad>", "<eos>", "<unk>", *TINY_CHARS])}
+    tok = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.Split(Regex("."), behavior="isolated")
+    tok.decoder = decoders.Fuse()
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", eos_token="<eos>",
+                                        unk_token="<unk>")
+    config = Qwen2Config(vocab_size=len(vocab), hidden_size=hidden, intermediate_size=2 * hidden,
+                         num_hidden_layers=layers, num_attention_heads=4, num_key_value_heads=2,
+                         max_position_embeddings=512, pad_token_id=0, bos_token_id=1, eos_token_id=1,
+                         tie_word_embeddings=True)
+    torch.manual_seed(seed)
+    return Qwen2ForCausalLM(config).float(), tokenizer
+
+
+if __name__ == "__main__":
+    sys.exit(main())

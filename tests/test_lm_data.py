@@ -1,0 +1,152 @@
+"""The problem generator, the verifier and the jsonl loaders of lib/grpo/lm/data.py."""
+import json
+import random
+from fractions import Fraction
+
+import pytest
+
+from grpo.lm.data import (check_annotations, extract_answer, load_gsm8k, load_gsm8k_hf, make_problem,
+                          make_splits, normalize_number, read_jsonl, reward, safe_arith, write_jsonl)
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("so 72 clips\n#### 72", "72"),
+    ("#### 1,200", "1200"),
+    ("#### $1,200 dollars.", "1200"),
+    ("#### -3.50", "-3.5"),
+    ("#### \u22124", "-4"),
+    ("#### 12.0", "12"),
+    ("#### 72.", "72"),
+    ("#### 5 apples", "5"),
+    ("#### 0", "0"),
+    ("#### -0", "0"),
+    ("first #### 3\nthen #### 4", "4"),
+    ("#### 123456789012345678901234567890", "123456789012345678901234567890"),
+])
+def test_extract_answer_reads_gsm8k_numbers(text, expected):
+    assert extract_answer(text) == expected
+
+
+@pytest.mark.parametrize("text", [
+    "", "no marker 42", "####", "#### abc", "#### \u0667\u0662", "#### \uff17\uff12", "#### 1e5",
+    "#### the answer is 5", "#### " + "9" * 100, None, 42, b"#### 1", ["#### 1"],
+])
+def test_extract_answer_gives_none_on_malformed(text):
+    assert extract_answer(text) is None
+
+
+def test_normalize_number():
+    assert normalize_number("007") == "7"
+    assert normalize_number("2.500") == "2.5"
+    assert normalize_number("1.2.3") is None
+    assert normalize_number("") is None
+
+
+@pytest.mark.parametrize("completion, answer, r", [
+    ("a\n#### 72", "x <<48+24=72>>72\n#### 72", 1.0),
+    ("#### 72.0", "#### 72", 1.0),
+    ("#### 71", "#### 72", 0.0),
+    ("72", "#### 72", 0.0),                    # no #### line: format error scores 0
+    ("#### 72", 72, 1.0),                      # the reference may be a bare number
+    ("#### 72", "72", 1.0),
+    (None, "#### 72", 0.0),
+    ("#### __import__('os').system('true')", "#### 0", 0.0),
+    ("#### 1" * 10000, "#### 1", 1.0),
+    ("#### 72", None, 0.0),
+])
+def test_reward(completion, answer, r):
+    assert reward(completion, answer) == r
+
+
+def test_safe_arith_is_exact():
+    assert safe_arith("48/2") == 24
+    assert safe_arith("(1+2)*3-4/8") == Fraction(17, 2)
+    assert safe_arith("-3*-2") == 6
+    assert safe_arith("1,200+0.5") == Fraction(2401, 2)
+    assert safe_arith("0.1+0.2") == Fraction(3, 10)
+
+
+@pytest.mark.parametrize("expr", [
+    "__import__('os').system('echo pwned')", "open('x')", "2**3", "1/0", "a+1", "1+", "(1+2", "1 2",
+    "", "()", "lambda: 1", "1;2", "9" * 80, "(" * 30 + "1" + ")" * 30, "1+" * 150 + "1",
+])
+def test_safe_arith_rejects_anything_else(expr, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError):
+        safe_arith(expr)
+    assert list(tmp_path.iterdir()) == []      # nothing was executed
+
+
+def test_check_annotations():
+    out = check_annotations("She sold 48/2=<<48/2=24>>24. Then <<47+14=48>>48. Bad <<os.system(1)=0>>.")
+    assert [a["ok"] for a in out] == [True, False, False]
+    assert out[1]["value"] == 61 and out[2]["value"] is None
+    assert check_annotations(None) == [] and check_annotations("no annotations") == []
+
+
+def test_generator_is_deterministic_and_splits_disjoint():
+    a = make_splits(300, 100, seed=3)
+    b = make_splits(300, 100, seed=3)
+    assert a == b
+    assert make_splits(300, 100, seed=4) != a
+    train, test = a
+    assert len(train) == 300 and len(test) == 100
+    assert not {p["question"] for p in train} & {p["question"] for p in test}
+    assert len({p["question"] for p in test}) == 100
+
+
+@pytest.mark.parametrize("steps", [1, 2, 3, 4])
+def test_every_worked_solution_verifies(steps):
+    rng = random.Random(steps)
+    for _ in range(300):
+        p = make_problem(rng, steps)
+        anns = check_annotations(p["answer"])
+        assert len(anns) == steps and all(a["ok"] for a in anns), p
+        assert reward(p["answer"], p["answer"]) == 1.0
+        final = int(extract_answer(p["answer"]))
+        assert anns[-1]["value"] == final and 0 <= final <= 100
+        assert p["answer"].splitlines()[-1] == f"#### {final}"
+
+
+def test_difficulty_knobs_bound_the_numbers():
+    rng = random.Random(0)
+    for _ in range(300):
+        p = make_problem(rng, 4, max_add=10, max_factor=3, max_value=30)
+        assert all(0 <= a["value"] <= 30 for a in check_annotations(p["answer"]))
+
+
+@pytest.mark.parametrize("kwargs", [dict(steps=0), dict(steps=5), dict(steps=2, max_add=1),
+                                    dict(steps=2, max_value=10)])
+def test_generator_bad_input(kwargs):
+    with pytest.raises(ValueError):
+        make_problem(random.Random(0), **kwargs)
+    with pytest.raises(ValueError):
+        make_splits(-1, 10)
+
+
+def test_jsonl_round_trip_and_gsm8k_loader(tmp_path):
+    train, test = make_splits(20, 5, seed=0)
+    write_jsonl(test, tmp_path / "gsm8k" / "test.jsonl")
+    assert read_jsonl(tmp_path / "gsm8k" / "test.jsonl") == test
+    assert load_gsm8k("test", tmp_path / "gsm8k") == test
+    official = {"question": "Natalia sold clips to 48 of her friends in April, and then she sold half "
+                "as many clips in May. How many clips did Natalia sell altogether in April and May?",
+                "answer": "Natalia sold 48/2 = <<48/2=24>>24 clips in May.\nNatalia sold 48+24 = "
+                "<<48+24=72>>72 clips altogether in April and May.\n#### 72"}
+    (tmp_path / "gsm8k" / "train.jsonl").write_text(json.dumps(official) + "\n\n")
+    rows = load_gsm8k("train", tmp_path / "gsm8k")
+    assert rows == [official] and extract_answer(rows[0]["answer"]) == "72"
+    assert all(a["ok"] for a in check_annotations(rows[0]["answer"]))
+
+
+def test_gsm8k_loaders_fail_clearly_offline(tmp_path, monkeypatch):
+    with pytest.raises(FileNotFoundError, match="grade-school-math"):
+        load_gsm8k("test", tmp_path)
+    with pytest.raises(ValueError):
+        load_gsm8k("validation", tmp_path)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(RuntimeError, match="download"):
+        load_gsm8k_hf("test")
+    (tmp_path / "bad.jsonl").write_text('{"question": 1}\n')
+    with pytest.raises(ValueError, match="bad.jsonl:1"):
+        read_jsonl(tmp_path / "bad.jsonl")

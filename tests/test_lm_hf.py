@@ -1,0 +1,136 @@
+"""Our GRPO trainer on a Hugging Face causal LM, offline on a tiny random model (chapter 8)."""
+import math
+import os
+import random
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+pytest.importorskip("transformers")
+
+from grpo.lm import data, hf  # noqa: E402
+
+torch.set_num_threads(1)
+
+
+def digits(completion, answer):
+    """A stand-in reward with contrast inside a group even for a random model."""
+    return float(sum(ch.isdigit() for ch in completion))
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    root = tmp_path_factory.mktemp("hf")
+    model, tokenizer = hf.tiny_causal_lm(seed=0)
+    model.save_pretrained(root / "model")
+    tokenizer.save_pretrained(root / "model")
+    rng = random.Random(0)
+    data.write_jsonl([data.make_problem(rng, 1) for _ in range(6)], root / "train.jsonl")
+    return root
+
+
+def small_config(root, **changes):
+    return hf.HFConfig(**{**dict(model=str(root / "model"), gsm8k=str(root / "train.jsonl"), steps=1,
+                                 prompts=2, G=4, max_new_tokens=12, device="cpu", lr=1e-3), **changes})
+
+
+def test_one_offline_step_gives_a_finite_loss_and_changes_the_weights(tiny):
+    from transformers import AutoModelForCausalLM
+    policy, history = hf.run(small_config(tiny), verifier=digits, log=lambda s: None)
+    start = AutoModelForCausalLM.from_pretrained(tiny / "model")
+    assert len(history) == 1 and math.isfinite(history[0]["loss"])
+    assert history[0]["degenerate_fraction"] < 1.0 and history[0]["kl_mean"] == 0.0   # ref = start
+    changed = [not torch.equal(p, q) for p, q in zip(policy.parameters(), start.parameters())]
+    assert any(changed)
+
+
+def test_reuse_steps_clip_and_presets_run(tiny):
+    for changes in (dict(reuse=3, lr=1e-2), dict(**hf.PRESETS["dapo"]), dict(**hf.PRESETS["dr_grpo"])):
+        _, history = hf.run(small_config(tiny, **changes), verifier=digits, log=lambda s: None)
+        assert math.isfinite(history[0]["loss"])
+    _, history = hf.run(small_config(tiny, reuse=4, lr=0.05), verifier=digits, log=lambda s: None)
+    assert history[0]["clip_fraction"] > 0                 # the 2nd-4th passes leave pi_old behind
+
+
+def test_chunks_of_groups_take_the_same_step(tiny):
+    """chunk_groups only trades memory for passes: one group at a time gives the same update."""
+    runs = [hf.run(small_config(tiny, chunk_groups=k), verifier=digits, log=lambda s: None) for k in (1, 2)]
+    (p1, h1), (p2, h2) = runs
+    assert h1[0]["loss"] == pytest.approx(h2[0]["loss"], abs=1e-6)
+    assert h1[0]["kl_mean"] == h2[0]["kl_mean"] and h1[0]["reward_mean"] == h2[0]["reward_mean"]
+    assert max((a - b).abs().max().item() for a, b in zip(p1.parameters(), p2.parameters())) < 1e-6
+
+
+def test_command_line_runs_offline_with_the_verifier(tiny, capsys):
+    out = tiny / "trained"
+    hf.main(["--model", str(tiny / "model"), "--gsm8k", str(tiny / "train.jsonl"), "--steps", "1",
+             "--G", "2", "--prompts", "1", "--max_new_tokens", "8", "--device", "cpu",
+             "--out", str(out), "--preset", "dapo"])
+    printed = capsys.readouterr().out
+    assert "'eps_high': 0.28" in printed and "step 1/1" in printed
+    assert (out / "config.json").exists()
+
+
+def test_logprobs_are_those_generate_sampled_from(tiny):
+    """pi_old's log-probs, read with one forward pass at T, equal the sampler's own (left padding)."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer, GenerationConfig
+    model = AutoModelForCausalLM.from_pretrained(tiny / "model")
+    tokenizer = AutoTokenizer.from_pretrained(tiny / "model")
+    questions = ["What is 2 + 3?", "Ava has 12 apples and gives 5 away. How many are left?"]
+    torch.manual_seed(0)
+    ids, attn, mask, n_prompt, texts = hf.sample_groups(model, tokenizer, questions, 3, 0.7, 10)
+    logp, entropy = hf.completion_logprobs(model, ids, attn, n_prompt, 0.7)
+    torch.manual_seed(0)
+    enc = tokenizer([hf.prompt_text(tokenizer, q) for q in questions], return_tensors="pt", padding=True)
+    cfg = GenerationConfig(do_sample=True, temperature=0.7, top_k=0, top_p=1.0, max_new_tokens=10,
+                           num_return_sequences=3, pad_token_id=0, eos_token_id=1)
+    out = model.generate(**enc, generation_config=cfg, output_logits=True, return_dict_in_generate=True)
+    assert torch.equal(out.sequences, ids) and len(texts) == 6
+    sampler = torch.log_softmax(torch.stack(out.logits, 1) / 0.7, -1)
+    sampler = sampler.gather(-1, ids[:, n_prompt:, None])[..., 0]
+    assert (logp - sampler).abs()[mask].max() < 1e-5
+    assert ((entropy >= 0) & (entropy <= math.log(model.config.vocab_size) + 1e-5)).all()
+
+
+def test_completion_mask_stops_after_the_first_eos():
+    class Fixed:
+        device = "cpu"
+
+        def generate(self, input_ids, attention_mask, generation_config):
+            completions = torch.tensor([[5, 6, 1, 0], [5, 1, 0, 0], [7, 8, 9, 10]])
+            return torch.cat([input_ids.repeat_interleave(3, 0), completions], 1)
+
+    _, tokenizer = hf.tiny_causal_lm()
+    ids, attn, mask, n_prompt, texts = hf.sample_groups(Fixed(), tokenizer, ["q"], 3, 1.0, 4)
+    assert mask.tolist() == [[1, 1, 1, 0], [1, 1, 0, 0], [1, 1, 1, 1]]
+    assert attn[:, n_prompt:].tolist() == mask.long().tolist()
+
+
+def test_it_says_when_it_needs_the_network_or_a_gpu(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(SystemExit, match="needs the network"):
+        hf.load_model("Qwen/Qwen2.5-0.5B-Instruct", "cpu")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(SystemExit, match="no GPU found"):
+        hf.pick_device("auto")
+    assert hf.pick_device("cpu") == "cpu"
+    with pytest.raises(SystemExit, match="needs the network"):
+        hf.load_questions("hf")
+    with pytest.raises(SystemExit, match="GSM8K is not on this machine"):
+        hf.load_questions("no/such/dir")
+
+
+def test_bad_config(tiny):
+    for changes, message in ((dict(lr=0.0), "lr"), (dict(lr=-1e-6), "lr"), (dict(lr=float("nan")), "lr"),
+                             (dict(G=1), "G >= 2"), (dict(reuse=0), "reuse")):
+        with pytest.raises(ValueError, match=message):
+            hf.run(small_config(tiny, **changes), verifier=digits)
+
+
+def test_defaults_are_the_published_settings():
+    cfg = hf.parse_args([])
+    assert (cfg.G, cfg.beta, cfg.lr, cfg.eps_low, cfg.aggregation) == (16, 0.04, 1e-6, 0.2, "sequence")
+    dapo = hf.parse_args(["--preset", "dapo", "--G", "8"])
+    assert (dapo.eps_high, dapo.aggregation, dapo.beta, dapo.G) == (0.28, "token", 0.0, 8)

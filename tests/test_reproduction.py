@@ -104,3 +104,25 @@ def test_fmt_keeps_the_published_precision():
     assert rep.fmt(0.59, 0.01) == "0.59" and rep.fmt(170, 10) == "170"
     assert rep.fmt([273, 280], 1) == "273–280" and rep.fmt([None, 200], 1) == "below 200"
     assert rep.fmt([0.35, None], 0.01) == "above 0.35"
+
+
+def test_speed_rows_rates_times_and_missing_files(tmp_path):
+    write(tmp_path, "06_x", {"ours_steps_per_s": 12000, "sb3_steps_per_s": 6000})
+    write(tmp_path, "08_x", {"ours_step_s": 5.0, "trl_step_s": 4.0})
+    rate = {"file": "06_x", "ours": "ours_steps_per_s", "peer": "sb3_steps_per_s", "target_ratio": 2.0}
+    row = rep.speed_row(rate, tmp_path)
+    assert row.speedup == 2.0 and row.target_met
+    assert rep.speed_row({**rate, "target_ratio": 2.5}, tmp_path).target_met is False
+    step = {"file": "08_x", "ours": "ours_step_s", "peer": "trl_step_s", "lower_is_better": True,
+            "target_ratio": None}
+    row = rep.speed_row(step, tmp_path)
+    assert row.speedup == pytest.approx(0.8) and row.target_met is None    # ours is slower
+    assert rep.speed_row({**rate, "file": "07_absent"}, tmp_path).ours is None
+    write(tmp_path, "09_x", {"a": 0, "b": 1})
+    with pytest.raises(ValueError, match="positive"):
+        rep.speed_row({"file": "09_x", "ours": "a", "peer": "b"}, tmp_path)
+
+
+def test_every_speed_item_in_the_books_file_reads():
+    for item in rep.load_published()["speed"]:
+        rep.speed_row(item)                   # measured or not, never an error

@@ -146,3 +146,30 @@ def fmt(x, unit: float, extra: int = 0) -> str:
         return f"above {fmt(lo, unit)}" if hi is None else f"{fmt(lo, unit)}–{fmt(hi, unit)}"
     decimals = max(0, -math.floor(math.log10(unit) + 1e-9)) + extra if unit < 1 else 0
     return f"{x:,.{decimals}f}"
+
+
+@dataclass(frozen=True)
+class SpeedRow:
+    ours: float | None         # None: not measured yet
+    peer: float | None
+    speedup: float | None      # > 1 means ours is faster, whichever way the unit runs
+    target_met: bool | None    # None without a target, or not measured
+
+
+def speed_row(item: dict, bench_dir: str | Path | None = None) -> SpeedRow:
+    """One speed comparison from ``data/published.json``'s ``speed`` list against data/bench/.
+
+    ``ours`` and ``peer`` name keys of ``data/bench/<file>.json``; with ``lower_is_better`` (times
+    in seconds) the speedup is peer / ours, else (rates) ours / peer.
+    """
+    folder = Path(bench_dir) if bench_dir else results_dir().parent / "bench"
+    path = folder / f"{item['file']}.json"
+    bench = json.loads(path.read_text()) if path.exists() else {}
+    if item["ours"] not in bench or item["peer"] not in bench:
+        return SpeedRow(None, None, None, None)
+    ours, peer = float(bench[item["ours"]]), float(bench[item["peer"]])
+    if ours <= 0 or peer <= 0:
+        raise ValueError(f"{path.name}: speeds and times must be positive, got {ours}, {peer}")
+    speedup = peer / ours if item.get("lower_is_better") else ours / peer
+    target = item.get("target_ratio")
+    return SpeedRow(ours, peer, speedup, None if target is None else speedup >= target)

@@ -17,7 +17,11 @@ CLONE_DIR = "grpo-book"
 
 FIRST_CELL = '''\
 # Outside the book's repository (Colab, Binder): clone it and install its lib. In the repo: nothing.
-import importlib.util, os, subprocess, sys
+import importlib.util
+import os
+import subprocess
+import sys
+
 if importlib.util.find_spec("grpo") is None:
     REPO, BRANCH = {repo!r}, {branch!r}
     if not REPO:

@@ -171,10 +171,12 @@ def clipped_update(W, S, moves, adv, lr: float, eps: float = 0.2, passes: int = 
 # ---------------------------------------------------------------------------------------------
 # Advantages and the critic
 # ---------------------------------------------------------------------------------------------
-def grpo_advantages(scores) -> np.ndarray:
-    """A_i = (r_i - mean r) / (std r + 1e-8), population std, for one group of G >= 2 scores.
+def grpo_advantages(scores, eps: float = 1e-8) -> np.ndarray:
+    """A_i = (r_i - mean r) / (std r + eps), population std, for one group of G >= 2 scores.
 
     A group whose scores are all equal carries no signal: every advantage is exactly 0.
+    ``eps`` only guards the division: the toy's scores lie in [0, 1] (1e-8); LunarLander's returns
+    span hundreds, and its port uses the published study's 1e-4 (chapter 6).
     """
     r = np.asarray(scores, dtype=float)
     if r.ndim != 1:
@@ -183,9 +185,11 @@ def grpo_advantages(scores) -> np.ndarray:
         raise ValueError(f"a group needs G >= 2 scores to compare, got G = {len(r)}")
     if not np.isfinite(r).all():
         raise ValueError("scores contain NaN or inf")
+    if not eps > 0:
+        raise ValueError(f"eps must be > 0, got {eps}")
     if np.all(r == r[0]):
         return np.zeros_like(r)        # exactly 0: r - r.mean() can be off by rounding, / 1e-8
-    return (r - r.mean()) / (r.std() + 1e-8)
+    return (r - r.mean()) / (r.std() + eps)
 
 
 def critic_values(v, S) -> np.ndarray:

@@ -27,6 +27,8 @@ COLORS = {
     "safe": "#F3EEE3",
     "exit": "#56B4E9",
     "path": "#0072B2",
+    "A2C": "#CC79A7",
+    "GRPO process": "#D55E00",
 }
 
 

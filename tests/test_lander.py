@@ -165,3 +165,22 @@ def test_bad_input_raises_value_error():
         L.outcome_advantages([1.0, np.nan], group_size=2)
     with pytest.raises(ValueError, match="positive"):
         L.step_weights([3, 0])
+
+
+def test_fly_returns_downscaled_frames_one_per_step_plus_the_start():
+    frames, ret = L.fly(L.make_actor(0), 5, greedy=True, scale=4)
+    assert frames.shape[1:] == (100, 150, 3) and frames.dtype == np.uint8
+    ep = L.play_episodes([L.make_env()], [5], L.make_actor(0), None, greedy=True)
+    assert len(frames) == ep.lengths[0] + 1 and ret == ep.returns[0]
+
+
+def test_summarize_builds_the_registry_entry():
+    runs = [{"algo": "grpo", "test_det": [250.0, 100.0], "test_sampled": [0.0, 300.0], "start_entropy": 1.0,
+             "iterations": 5, "degenerate_fraction": 0.0, "near_degenerate_fraction": 0.5, "kl_median": 0.01,
+             "clip_fraction_median": 0.1, "group_return_std_median": 30.0}] * 2
+    s = L.summarize(runs)
+    assert s["det_return_mean"] == 175.0 and s["det_solved_fraction"] == 0.5
+    assert s["sampled_return_per_seed"] == [150.0, 150.0] and s["iterations"] == [5, 5]
+    assert s["near_degenerate_fraction"] == 0.5
+    with pytest.raises(ValueError, match="workers"):
+        L.run_all([], workers=0)

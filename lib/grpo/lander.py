@@ -21,7 +21,9 @@ from __future__ import annotations
 import argparse
 import copy
 import json
+import multiprocessing
 import time
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
 
 import gymnasium as gym
@@ -280,6 +282,17 @@ class Evaluator:
         return {"det": det, "sampled": samp}
 
 
+def fly(actor, seed: int, greedy: bool, rng_seed: int = 0, scale: int = 3):
+    """Fly one episode from ``reset(seed)`` in a rendering env; returns (frames, return).
+
+    ``frames`` is (L + 1, 400 // scale, 600 // scale, 3) uint8: every ``scale``-th pixel.
+    """
+    frames = []
+    ep = play_episodes([make_env("rgb_array")], [seed], actor, np.random.default_rng(rng_seed),
+                       greedy, frames=frames)
+    return np.stack(frames)[:, ::scale, ::scale], float(ep.returns[0])
+
+
 # ---------------------------------------------------------------------------------------------
 # Trainers
 # ---------------------------------------------------------------------------------------------
@@ -358,6 +371,7 @@ class _Tracker:
         self.validate = Evaluator(range(VAL_SEED0, VAL_SEED0 + spec.val_episodes), rng_seed=spec.seed)
         self.next_eval, self.best, self.best_state = 0, -np.inf, None
         self.curve = {"env_steps": [], "det": [], "sampled": []}
+        self.snapshots = []                # (env steps, actor weights) at every evaluation
         self.train_returns = {"env_steps": [], "return": []}
 
     def add(self, n_steps: int, episode_returns) -> None:
@@ -377,6 +391,7 @@ class _Tracker:
         self.curve["env_steps"].append(self.steps)
         self.curve["det"].append(det)
         self.curve["sampled"].append(samp)
+        self.snapshots.append((self.steps, copy.deepcopy(actor.state_dict())))
         if max(det, samp) > self.best:     # the better of the two modes picks the checkpoint
             self.best, self.best_state = max(det, samp), copy.deepcopy(actor.state_dict())
 
@@ -393,9 +408,9 @@ def train_actor_critic(spec: RunSpec, progress=None) -> dict:
     rng = np.random.default_rng(spec.seed)
     actor, critic = make_actor(spec.seed), make_critic(spec.seed)
     params = list(actor.parameters()) + list(critic.parameters())
-    opt = torch.optim.Adam(params, lr=cfg.lr, eps=cfg.adam_eps, foreach=True)
+    opt = torch.optim.Adam(params, lr=cfg.lr, eps=cfg.adam_eps, fused=True)
     collector, track = StepCollector(cfg.n_envs, rng), _Tracker(spec, progress)
-    clip_fracs = []
+    clip_fracs, iterations = [], 0
     while not track.done:
         track.maybe_evaluate(actor)
         # 1. rollout with the current policy (it is pi_old for this update)
@@ -435,8 +450,10 @@ def train_actor_critic(spec: RunSpec, progress=None) -> dict:
                 nn.utils.clip_grad_norm_(params, cfg.max_grad_norm)
                 opt.step()
                 clip_fracs.append(float(clipped.float().mean()))
+        iterations += 1
     track.maybe_evaluate(actor, force=True)
-    return _finish(spec, cfg, actor, track, {"clip_fraction_median": float(np.median(clip_fracs))})
+    return _finish(spec, cfg, actor, track, {"clip_fraction_median": float(np.median(clip_fracs)),
+                                             "iterations": iterations})
 
 
 def train_grpo(spec: RunSpec, progress=None) -> dict:
@@ -446,7 +463,7 @@ def train_grpo(spec: RunSpec, progress=None) -> dict:
     torch.manual_seed(spec.seed)
     rng = np.random.default_rng(spec.seed)
     actor = make_actor(spec.seed)
-    opt = torch.optim.Adam(actor.parameters(), lr=cfg.lr, eps=cfg.adam_eps, foreach=True)
+    opt = torch.optim.Adam(actor.parameters(), lr=cfg.lr, eps=cfg.adam_eps, fused=True)
     envs, track = [make_env() for _ in range(cfg.group_size * cfg.prompts)], _Tracker(spec, progress)
     diag = {k: [] for k in ("env_steps", "group_std", "degenerate", "near_degenerate", "kl_median",
                             "kl_max", "clip_fraction", "start_entropy")}
@@ -506,7 +523,7 @@ def train_grpo(spec: RunSpec, progress=None) -> dict:
                "kl_median": float(np.median(diag["kl_median"])),
                "clip_fraction_median": float(np.median(diag["clip_fraction"])),
                "group_return_std_median": float(np.median(diag["group_std"])),
-               "diagnostics": diag}
+               "iterations": it, "diagnostics": diag}
     return _finish(spec, cfg, actor, track, summary)
 
 
@@ -520,7 +537,8 @@ def _finish(spec, cfg, actor, track, extra) -> dict:
            "config": asdict(cfg), "curve": track.curve, "train_returns": track.train_returns,
            "test_det": ev["det"].tolist(), "test_sampled": ev["sampled"].tolist(),
            "start_entropy": float(entropy_of(policy_logits(best, start_obs(test_seeds))).mean()),
-           "best_state": best.state_dict(), "final_state": copy.deepcopy(actor.state_dict())}
+           "best_state": best.state_dict(), "final_state": copy.deepcopy(actor.state_dict()),
+           "snapshots": track.snapshots}
     out.update(extra)
     return out
 
@@ -531,6 +549,34 @@ def train(spec: RunSpec, progress=None) -> dict:
     _check_spec(spec)
     trainer = train_grpo if spec.algo.startswith("grpo") else train_actor_critic
     return trainer(spec, progress)
+
+
+def run_all(specs, workers: int = 2) -> list:
+    """Train every spec in ``workers`` spawned processes, one torch thread each; results in spec order.
+
+    Each run is seeded by its spec alone, so the results do not depend on process scheduling.
+    """
+    if workers < 1:
+        raise ValueError(f"workers must be >= 1, got {workers}")
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        return list(pool.map(train, specs))
+
+
+def summarize(runs) -> dict:
+    """The registry entry of one algorithm from its per-seed runs (returns on the held-out seeds)."""
+    det = np.array([r["test_det"] for r in runs])
+    samp = np.array([r["test_sampled"] for r in runs])
+    out = {"det_return_mean": float(det.mean()), "det_return_per_seed": det.mean(1).tolist(),
+           "sampled_return_mean": float(samp.mean()), "sampled_return_per_seed": samp.mean(1).tolist(),
+           "det_solved_fraction": float((det >= SOLVED).mean()),
+           "sampled_solved_fraction": float((samp >= SOLVED).mean()),
+           "start_entropy_mean": float(np.mean([r["start_entropy"] for r in runs])),
+           "iterations": [r["iterations"] for r in runs]}
+    for k in ("degenerate_fraction", "near_degenerate_fraction", "kl_median", "clip_fraction_median",
+              "group_return_std_median"):
+        if k in runs[0] and runs[0]["algo"].startswith("grpo"):
+            out[k] = float(np.mean([r[k] for r in runs]))
+    return out
 
 
 def load_actor(state_dict) -> nn.Sequential:
@@ -556,7 +602,7 @@ def main(argv=None) -> None:
         t0 = time.time()
         with tqdm(total=a.steps, desc=f"{a.algo} seed {seed}", unit="step", unit_scale=True) as bar:
             r = train(RunSpec(a.algo, seed, a.steps, eval_every=a.eval_every), progress=bar)
-        r = {k: v for k, v in r.items() if not k.endswith("_state")}
+        r = {k: v for k, v in r.items() if not k.endswith("_state") and k != "snapshots"}
         print(f"{a.algo} seed {seed}: test argmax {np.mean(r['test_det']):.1f}, "
               f"sampled {np.mean(r['test_sampled']):.1f} ({time.time() - t0:.0f} s)")
         runs.append(r)

@@ -5,6 +5,7 @@ Modules:
     algos    REINFORCE, PPO with a critic and GRPO, sharing one clipped update (chapters 2-4)
     kl       the k1/k2/k3 KL estimators for NumPy and torch (chapter 5 onward)
     surrogate the torch clipped surrogate that PPO and GRPO share (chapters 6 and 8)
+    lander   LunarLander-v3: rollouts, evaluation, PPO / A2C / GRPO (outcome and process) in torch
     plots    the book's figure style, palette, floor drawings and animations
     display  showing lib source and computed tables in the chapters
     results  each chapter's headline figures in data/results/

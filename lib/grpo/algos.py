@@ -206,18 +206,20 @@ def clipped_update(W, S, moves, adv, lr: float, eps: float = 0.2, passes: int = 
 # ---------------------------------------------------------------------------------------------
 # Advantages and the critic
 # ---------------------------------------------------------------------------------------------
-def grpo_advantages(scores) -> np.ndarray:
-    """A_i = (r_i - mean r) / (std r + 1e-8), population std, for one group of G >= 2 scores.
+def grpo_advantages(scores, eps: float = 1e-8) -> np.ndarray:
+    """A_i = (r_i - mean r) / (std r + eps), population std, for one group of G >= 2 scores.
 
     A group whose scores are all equal carries no signal: every advantage is exactly 0.
+    ``eps`` only guards the division: the toy's scores lie in [0, 1] (1e-8); LunarLander's returns
+    span hundreds, and its port uses the published study's 1e-4 (chapter 6).
     """
-    r = _check_group_scores(scores)
+    r = _check_group_scores(scores, eps)
     if np.all(r == r[0]):
-        return np.zeros_like(r)        # exactly 0: r - r.mean() can be off by rounding, / 1e-8
-    return (r - r.mean()) / (r.std() + 1e-8)
+        return np.zeros_like(r)        # exactly 0: r - r.mean() can be off by rounding, / eps
+    return (r - r.mean()) / (r.std() + eps)
 
 
-def _check_group_scores(scores):
+def _check_group_scores(scores, eps=1e-8):
     r = np.asarray(scores, dtype=float)
     if r.ndim != 1:
         raise ValueError(f"scores must be one group, shape (G,), got {r.shape}")
@@ -225,6 +227,8 @@ def _check_group_scores(scores):
         raise ValueError(f"a group needs G >= 2 scores to compare, got G = {len(r)}")
     if not np.isfinite(r).all():
         raise ValueError("scores contain NaN or inf")
+    if not (isinstance(eps, (int, float)) and eps > 0):
+        raise ValueError(f"eps must be > 0, got {eps}")
     return r
 
 

@@ -30,6 +30,8 @@ COLORS = {
     "batch_steps": "#009E73",      # chapter 4: how the update averages over steps
     "per_answer": "#CC79A7",
     "constant": "#56B4E9",
+    "A2C": "#CC79A7",
+    "GRPO process": "#D55E00",
 }
 
 

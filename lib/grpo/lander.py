@@ -1,0 +1,615 @@
+"""GRPO ported to Gymnasium's LunarLander-v3, beside PPO and A2C (chapter 6).
+
+The port, as in the published study: a *prompt* is a reset seed (it fixes the terrain and the first
+push), a *group* is G complete episodes flown from that seed with actions sampled from pi_old, and an
+episode's *answer score* is its undiscounted return. Outcome GRPO z-scores the G returns
+(``grpo.algos.grpo_advantages`` with eps 1e-4) and broadcasts the result to every step of the episode;
+process GRPO normalises the per-step rewards over the whole group and sums them to the episode's end
+(``process_advantages``). PPO and A2C share one actor-critic trainer with GAE. Every trainer's policy
+step is ``grpo.surrogate.clipped_surrogate``: GRPO is PPO minus the critic.
+
+Rollouts step plain ``gym.make`` environments in lock-step with one batched policy forward and
+Gumbel-max sampling on the NumPy logits. An episode that ends is reset in the same step, so no
+reset transition (Gymnasium's NEXT_STEP autoreset) can enter a batch. Training envs use
+``render_mode=None`` (with "rgb_array", Box2D flame particles pile up and stepping slows ~5x).
+
+Seeds: training prompts come from [0, 1e6), periodic evaluation (checkpoint choice) from
+[1e6, 1e6 + 1e3), the final held-out test from [2e6, ...). Run ``python -m grpo.lander --help``.
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import multiprocessing
+import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import asdict, dataclass, field
+
+import gymnasium as gym
+import numpy as np
+import torch
+from torch import nn
+
+from .algos import grpo_advantages
+from .kl import kl_k3
+from .surrogate import clipped_surrogate
+
+ENV_ID = "LunarLander-v3"
+OBS_DIM, N_ACTIONS = 8, 4
+SOLVED = 200.0                         # the task counts as solved at a mean return >= 200
+TRAIN_SEEDS = (0, 1_000_000)           # prompts are drawn from here
+VAL_SEED0 = 1_000_000                  # periodic evaluation, picks the best checkpoint
+TEST_SEED0 = 2_000_000                 # final held-out evaluation
+ALGOS = ("ppo", "a2c", "grpo", "grpo_process")
+
+
+# ---------------------------------------------------------------------------------------------
+# Environment and networks
+# ---------------------------------------------------------------------------------------------
+def make_env(render_mode: str | None = None) -> gym.Env:
+    """One LunarLander-v3 with discrete actions (1000-step time limit)."""
+    return gym.make(ENV_ID, render_mode=render_mode)
+
+
+def mlp(n_out: int, out_gain: float, generator: torch.Generator) -> nn.Sequential:
+    """8 -> 64 -> 64 -> n_out, tanh, orthogonal init (hidden gain sqrt 2, as SB3 and CleanRL)."""
+    net = nn.Sequential(nn.Linear(OBS_DIM, 64), nn.Tanh(), nn.Linear(64, 64), nn.Tanh(),
+                        nn.Linear(64, n_out))
+    for layer, gain in zip(net[::2], (2 ** 0.5, 2 ** 0.5, out_gain)):
+        nn.init.orthogonal_(layer.weight, gain, generator=generator)
+        nn.init.zeros_(layer.bias)
+    return net
+
+
+def make_actor(seed: int) -> nn.Sequential:
+    """The policy: 4 action logits (4,996 parameters); small last layer, so it starts near uniform."""
+    return mlp(N_ACTIONS, 0.01, torch.Generator().manual_seed(seed))
+
+
+def make_critic(seed: int) -> nn.Sequential:
+    """PPO's and A2C's value function V(s), 8 -> 64 -> 64 -> 1."""
+    return mlp(1, 1.0, torch.Generator().manual_seed(seed + 10_000))
+
+
+def check_obs(obs) -> np.ndarray:
+    obs = np.asarray(obs, dtype=np.float32)
+    if obs.ndim != 2 or obs.shape[1] != OBS_DIM:
+        raise ValueError(f"observations must have shape (n, {OBS_DIM}), got {obs.shape}")
+    return obs
+
+
+@torch.inference_mode()
+def policy_logits(actor: nn.Module, obs) -> np.ndarray:
+    """Action logits for a batch of observations, shape (n, 4), as NumPy."""
+    return actor(torch.from_numpy(check_obs(obs))).numpy()
+
+
+def sample_actions(logits: np.ndarray, rng: np.random.Generator, greedy: bool = False) -> np.ndarray:
+    """argmax(logits + Gumbel noise) is a sample from softmax(logits); ``greedy`` drops the noise."""
+    if greedy:
+        return logits.argmax(1)
+    return (logits - np.log(-np.log(rng.random(logits.shape)))).argmax(1)
+
+
+def entropy_of(logits) -> np.ndarray:
+    """Entropy (nats) of softmax(logits) per row; ln 4 = 1.386 is uniform over the 4 actions."""
+    z = np.asarray(logits, dtype=float)
+    z = z - z.max(1, keepdims=True)
+    logp = z - np.log(np.exp(z).sum(1, keepdims=True))
+    return -(np.exp(logp) * logp).sum(1)
+
+
+def start_obs(seeds) -> np.ndarray:
+    """The first observation after ``reset(seed)`` for each seed, shape (n, 8)."""
+    env = make_env()
+    return np.stack([env.reset(seed=int(s))[0] for s in seeds])
+
+
+# ---------------------------------------------------------------------------------------------
+# Rollouts
+# ---------------------------------------------------------------------------------------------
+@dataclass
+class Episodes:
+    """Complete episodes: per episode an (L, 8) obs array, L actions and L rewards."""
+    obs: list
+    actions: list
+    rewards: list
+
+    @property
+    def lengths(self) -> np.ndarray:
+        return np.array([len(a) for a in self.actions])
+
+    @property
+    def returns(self) -> np.ndarray:
+        return np.array([float(np.sum(r)) for r in self.rewards])
+
+
+def play_episodes(envs, seeds, actor, rng, greedy: bool = False, frames: list | None = None) -> Episodes:
+    """Fly one complete episode per seed, all in lock-step with one batched forward per step.
+
+    ``envs`` needs at least ``len(seeds)`` environments. ``frames``, if given, collects
+    ``envs[0].render()`` after every step (make envs[0] with render_mode="rgb_array").
+    """
+    n = len(seeds)
+    if n > len(envs):
+        raise ValueError(f"{n} seeds need at least {n} envs, got {len(envs)}")
+    obs = np.stack([envs[i].reset(seed=int(s))[0] for i, s in enumerate(seeds)])
+    ep_obs, ep_act, ep_rew = ([[] for _ in range(n)] for _ in range(3))
+    if frames is not None:
+        frames.append(envs[0].render())
+    active = np.ones(n, bool)
+    while active.any():
+        idx = np.flatnonzero(active)
+        actions = sample_actions(policy_logits(actor, obs[idx]), rng, greedy)
+        for i, a in zip(idx, actions):
+            ep_obs[i].append(obs[i].copy())
+            ep_act[i].append(a)
+            obs[i], r, terminated, truncated, _ = envs[i].step(a)
+            ep_rew[i].append(r)
+            if frames is not None and i == 0:
+                frames.append(envs[0].render())
+            if terminated or truncated:
+                active[i] = False
+    return Episodes([np.array(o, np.float32) for o in ep_obs], [np.array(a, np.int64) for a in ep_act],
+                    [np.array(r, float) for r in ep_rew])
+
+
+@dataclass
+class Steps:
+    """n_steps x n_envs transitions from running envs; truncated episodes' last obs kept for bootstrap."""
+    obs: np.ndarray          # (T, N, 8)
+    actions: np.ndarray      # (T, N)
+    rewards: np.ndarray      # (T, N)
+    dones: np.ndarray        # (T, N): the episode ended at this step (terminated or truncated)
+    truncated: list          # (t, i, final obs) where the time limit cut an episode
+    next_obs: np.ndarray     # (N, 8): where the envs stand after the last step
+    episode_returns: list    # returns of the episodes that ended during these steps
+
+
+class StepCollector:
+    """N envs that keep running across calls (PPO, A2C); each new episode starts at a fresh prompt."""
+
+    def __init__(self, n_envs: int, rng: np.random.Generator):
+        self.envs, self.rng = [make_env() for _ in range(n_envs)], rng
+        self.obs = np.stack([e.reset(seed=self._prompt())[0] for e in self.envs])
+        self.running_return = np.zeros(n_envs)
+
+    def _prompt(self) -> int:
+        return int(self.rng.integers(*TRAIN_SEEDS))
+
+    def collect(self, actor, n_steps: int) -> Steps:
+        N = len(self.envs)
+        obs, actions = np.zeros((n_steps, N, OBS_DIM), np.float32), np.zeros((n_steps, N), np.int64)
+        rewards, dones = np.zeros((n_steps, N)), np.zeros((n_steps, N), bool)
+        truncated, finished = [], []
+        for t in range(n_steps):
+            obs[t] = self.obs
+            actions[t] = sample_actions(policy_logits(actor, self.obs), self.rng)
+            for i, env in enumerate(self.envs):
+                o, r, term, trunc, _ = env.step(actions[t, i])
+                rewards[t, i] = r
+                self.running_return[i] += r
+                if term or trunc:          # reset now: the next stored obs is a fresh start
+                    dones[t, i] = True
+                    if trunc and not term:
+                        truncated.append((t, i, o))
+                    finished.append(self.running_return[i])
+                    self.running_return[i] = 0.0
+                    o, _ = env.reset(seed=self._prompt())
+                self.obs[i] = o
+        return Steps(obs, actions, rewards, dones, truncated, self.obs.copy(), finished)
+
+
+# ---------------------------------------------------------------------------------------------
+# Advantages
+# ---------------------------------------------------------------------------------------------
+GROUP_EPS = 1e-4     # the study's z-score guard (the toy's grpo_advantages default is 1e-8)
+
+
+def outcome_advantages(returns, group_size: int) -> np.ndarray:
+    """Per episode: (R - mean_g R) / (std_g R + 1e-4) within its group of ``group_size`` episodes.
+
+    Episodes come grouped: [prompt 0 x G, prompt 1 x G, ...]. Uses ``grpo.algos.grpo_advantages``.
+    """
+    R = np.asarray(returns, dtype=float)
+    if group_size < 2 or R.ndim != 1 or len(R) % group_size:
+        raise ValueError(f"need G >= 2 and a whole number of groups, got G={group_size}, {R.shape}")
+    return np.concatenate([grpo_advantages(g, eps=GROUP_EPS) for g in R.reshape(-1, group_size)])
+
+
+def process_advantages(rewards, eps: float = GROUP_EPS) -> list:
+    """Process supervision for ONE group: per-step rewards normalised over all the group's steps,
+    then each step's advantage is the sum of the normalised rewards from it to its episode's end.
+    """
+    if len(rewards) < 2:
+        raise ValueError(f"a group needs G >= 2 episodes, got {len(rewards)}")
+    flat = np.concatenate([np.asarray(r, float) for r in rewards])
+    if not np.isfinite(flat).all():
+        raise ValueError("rewards contain NaN or inf")
+    if np.all(flat == flat[0]):
+        return [np.zeros(len(r)) for r in rewards]
+    mu, sd = flat.mean(), flat.std()
+    return [np.cumsum(((np.asarray(r, float) - mu) / (sd + eps))[::-1])[::-1] for r in rewards]
+
+
+def step_weights(lengths) -> np.ndarray:
+    """Per-step weights 1/L_i (the paper's 1/|o_i|), rescaled to mean 1 over all steps."""
+    L = np.asarray(lengths)
+    if L.ndim != 1 or len(L) == 0 or (L < 1).any():
+        raise ValueError(f"lengths must be a non-empty 1-D array of positive ints, got {L}")
+    return np.repeat(L.sum() / len(L) / L, L)
+
+
+def gae(rewards, values, dones, last_values, gamma: float, lam: float):
+    """GAE(gamma, lambda) over (T, N) arrays; ``dones[t]`` ends the episode after step t.
+
+    Returns (advantages, value targets = advantages + values).
+    """
+    T = len(rewards)
+    adv = np.zeros_like(rewards)
+    next_adv, next_v = 0.0, last_values
+    for t in reversed(range(T)):
+        alive = 1.0 - dones[t]
+        delta = rewards[t] + gamma * next_v * alive - values[t]
+        next_adv = delta + gamma * lam * alive * next_adv
+        adv[t] = next_adv
+        next_v = values[t]
+    return adv, adv + values
+
+
+def grpo_loss(logp, logp_old, logp_ref, adv, w, clip: float, beta: float):
+    """-mean(w * (surrogate - beta * k3)): the GRPO objective as a loss; also returns (clipped, k3)."""
+    surr, clipped = clipped_surrogate(logp, logp_old, adv, clip)
+    k3 = kl_k3(logp, logp_ref)
+    return -(w * (surr - beta * k3)).mean(), clipped, k3
+
+
+# ---------------------------------------------------------------------------------------------
+# Evaluation
+# ---------------------------------------------------------------------------------------------
+class Evaluator:
+    """Held-out evaluation: argmax and sampled returns on fixed seeds (same seeds for every algo)."""
+
+    def __init__(self, seeds, rng_seed: int = 0):
+        self.seeds = [int(s) for s in seeds]
+        self.envs = [make_env() for _ in self.seeds]
+        self.rng_seed = rng_seed
+
+    def __call__(self, actor) -> dict:
+        det = play_episodes(self.envs, self.seeds, actor, None, greedy=True).returns
+        samp = play_episodes(self.envs, self.seeds, actor, np.random.default_rng(self.rng_seed)).returns
+        return {"det": det, "sampled": samp}
+
+
+def fly(actor, seed: int, greedy: bool, rng_seed: int = 0, scale: int = 3):
+    """Fly one episode from ``reset(seed)`` in a rendering env; returns (frames, return).
+
+    ``frames`` is (L + 1, 400 // scale, 600 // scale, 3) uint8: every ``scale``-th pixel.
+    """
+    frames = []
+    ep = play_episodes([make_env("rgb_array")], [seed], actor, np.random.default_rng(rng_seed),
+                       greedy, frames=frames)
+    return np.stack(frames)[:, ::scale, ::scale], float(ep.returns[0])
+
+
+# ---------------------------------------------------------------------------------------------
+# Trainers
+# ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ActorCriticConfig:
+    """PPO with rl-zoo's LunarLander settings; A2C is the same trainer with A2C_CONFIG's values."""
+    n_envs: int = 16
+    n_steps: int = 1024          # per env per rollout
+    gamma: float = 0.999         # episodes last hundreds of steps: a long horizon
+    lam: float = 0.98
+    epochs: int = 4
+    minibatch: int = 64
+    clip: float = 0.2
+    lr: float = 3e-4
+    adam_eps: float = 1e-5
+    max_grad_norm: float = 0.5
+    vf_coef: float = 0.5
+    ent_coef: float = 0.01
+    normalize_adv: bool = True   # per minibatch, as SB3
+
+
+A2C_CONFIG = ActorCriticConfig(n_envs=8, n_steps=5, gamma=0.995, lam=1.0, epochs=1, minibatch=40,
+                               lr=8.3e-4, ent_coef=1e-5, normalize_adv=False)
+
+
+@dataclass(frozen=True)
+class GRPOConfig:
+    """Outcome GRPO as the published port ran it; ``process=True`` swaps in per-step credit."""
+    group_size: int = 16         # G episodes per prompt
+    prompts: int = 4             # B prompts per iteration: 64 episodes
+    epochs: int = 4
+    minibatch: int = 64
+    clip: float = 0.2
+    lr: float = 3e-4
+    adam_eps: float = 1e-5
+    max_grad_norm: float = 0.5
+    beta: float = 0.04           # k3 KL to the reference policy
+    ref_every: int = 10          # iterations between reference refreshes
+    process: bool = False
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """What to run: algorithm, seed, env-step budget and the evaluation protocol."""
+    algo: str
+    seed: int
+    total_steps: int
+    eval_every: int = 100_000    # env steps between periodic evaluations
+    val_episodes: int = 20
+    test_episodes: int = 50
+    config: object = field(default=None)
+
+    def resolved_config(self):
+        if self.config is not None:
+            return self.config
+        return {"ppo": ActorCriticConfig(), "a2c": A2C_CONFIG, "grpo": GRPOConfig(),
+                "grpo_process": GRPOConfig(process=True)}[self.algo]
+
+
+def _check_spec(spec: RunSpec) -> None:
+    if spec.algo not in ALGOS:
+        raise ValueError(f"algo must be one of {ALGOS}, got {spec.algo!r}")
+    cfg = spec.resolved_config()
+    if not (spec.total_steps > 0 and spec.eval_every > 0 and spec.val_episodes > 0
+            and spec.test_episodes > 0 and cfg.lr > 0 and cfg.epochs > 0 and cfg.minibatch > 0):
+        raise ValueError(f"steps, episodes, lr, epochs and minibatch must be > 0: {spec}")
+    if isinstance(cfg, GRPOConfig) and (cfg.group_size < 2 or cfg.prompts < 1):
+        raise ValueError(f"GRPO needs G >= 2 and B >= 1, got G={cfg.group_size}, B={cfg.prompts}")
+
+
+class _Tracker:
+    """Env-step counter, periodic evaluation, best checkpoint and the curves for the figures."""
+
+    def __init__(self, spec: RunSpec, progress=None):
+        self.spec, self.steps, self.progress = spec, 0, progress
+        self.validate = Evaluator(range(VAL_SEED0, VAL_SEED0 + spec.val_episodes), rng_seed=spec.seed)
+        self.next_eval, self.best, self.best_state = 0, -np.inf, None
+        self.curve = {"env_steps": [], "det": [], "sampled": []}
+        self.snapshots = []                # (env steps, actor weights) at every evaluation
+        self.train_returns = {"env_steps": [], "return": []}
+
+    def add(self, n_steps: int, episode_returns) -> None:
+        self.steps += n_steps
+        for r in episode_returns:
+            self.train_returns["env_steps"].append(self.steps)
+            self.train_returns["return"].append(float(r))
+        if self.progress is not None:
+            self.progress.update(n_steps)
+
+    def maybe_evaluate(self, actor, force: bool = False) -> None:
+        if self.steps < self.next_eval and not force:
+            return
+        self.next_eval = self.steps + self.spec.eval_every
+        ev = self.validate(actor)
+        det, samp = float(ev["det"].mean()), float(ev["sampled"].mean())
+        self.curve["env_steps"].append(self.steps)
+        self.curve["det"].append(det)
+        self.curve["sampled"].append(samp)
+        self.snapshots.append((self.steps, copy.deepcopy(actor.state_dict())))
+        if max(det, samp) > self.best:     # the better of the two modes picks the checkpoint
+            self.best, self.best_state = max(det, samp), copy.deepcopy(actor.state_dict())
+
+    @property
+    def done(self) -> bool:
+        return self.steps >= self.spec.total_steps
+
+
+def train_actor_critic(spec: RunSpec, progress=None) -> dict:
+    """PPO (and A2C with A2C_CONFIG): rollouts of n_envs x n_steps, GAE, clipped update with a critic."""
+    cfg = spec.resolved_config()
+    _check_spec(spec)
+    torch.manual_seed(spec.seed)
+    rng = np.random.default_rng(spec.seed)
+    actor, critic = make_actor(spec.seed), make_critic(spec.seed)
+    params = list(actor.parameters()) + list(critic.parameters())
+    opt = torch.optim.Adam(params, lr=cfg.lr, eps=cfg.adam_eps, fused=True)
+    collector, track = StepCollector(cfg.n_envs, rng), _Tracker(spec, progress)
+    clip_fracs, iterations = [], 0
+    while not track.done:
+        track.maybe_evaluate(actor)
+        # 1. rollout with the current policy (it is pi_old for this update)
+        s = collector.collect(actor, cfg.n_steps)
+        track.add(s.rewards.size, s.episode_returns)
+        T, N = s.actions.shape
+        with torch.no_grad():
+            values = critic(torch.from_numpy(s.obs.reshape(-1, OBS_DIM))).numpy().reshape(T, N)
+            last_v = critic(torch.from_numpy(s.next_obs)).numpy()[:, 0]
+            if s.truncated:            # the time limit is not a terminal state: bootstrap V(last obs)
+                final_v = critic(torch.from_numpy(np.stack([o for _, _, o in s.truncated]))).numpy()
+                for (t, i, _), v in zip(s.truncated, final_v[:, 0]):
+                    s.rewards[t, i] += cfg.gamma * v
+        adv, ret = gae(s.rewards, values, s.dones, last_v, cfg.gamma, cfg.lam)
+        # 2. flatten; log pi_old computed once
+        b_obs = torch.from_numpy(s.obs.reshape(-1, OBS_DIM))
+        b_act = torch.from_numpy(s.actions.reshape(-1))
+        b_adv = torch.from_numpy(adv.reshape(-1)).float()
+        b_ret = torch.from_numpy(ret.reshape(-1)).float()
+        with torch.no_grad():
+            b_logp_old = torch.log_softmax(actor(b_obs), -1).gather(1, b_act[:, None])[:, 0]
+        # 3. K epochs of minibatch steps on the clipped surrogate + value loss - entropy bonus
+        for _ in range(cfg.epochs):
+            for mb in torch.from_numpy(rng.permutation(T * N)).split(cfg.minibatch):
+                logp_all = torch.log_softmax(actor(b_obs[mb]), -1)
+                logp = logp_all.gather(1, b_act[mb, None])[:, 0]
+                a = b_adv[mb]
+                if cfg.normalize_adv and len(mb) > 1:
+                    a = (a - a.mean()) / (a.std() + 1e-8)
+                surr, clipped = clipped_surrogate(logp, b_logp_old[mb], a, cfg.clip)
+                entropy = -(logp_all.exp() * logp_all).sum(-1)
+                v = critic(b_obs[mb])[:, 0]
+                loss = (-surr.mean() + cfg.vf_coef * ((v - b_ret[mb]) ** 2).mean()
+                        - cfg.ent_coef * entropy.mean())
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                nn.utils.clip_grad_norm_(params, cfg.max_grad_norm)
+                opt.step()
+                clip_fracs.append(float(clipped.float().mean()))
+        iterations += 1
+    track.maybe_evaluate(actor, force=True)
+    return _finish(spec, cfg, actor, track, {"clip_fraction_median": float(np.median(clip_fracs)),
+                                             "iterations": iterations})
+
+
+def train_grpo(spec: RunSpec, progress=None) -> dict:
+    """GRPO: B prompts x G episodes, group-relative advantage, clipped update + beta*k3, no critic."""
+    cfg = spec.resolved_config()
+    _check_spec(spec)
+    torch.manual_seed(spec.seed)
+    rng = np.random.default_rng(spec.seed)
+    actor = make_actor(spec.seed)
+    opt = torch.optim.Adam(actor.parameters(), lr=cfg.lr, eps=cfg.adam_eps, fused=True)
+    envs, track = [make_env() for _ in range(cfg.group_size * cfg.prompts)], _Tracker(spec, progress)
+    diag = {k: [] for k in ("env_steps", "group_std", "degenerate", "near_degenerate", "kl_median",
+                            "kl_max", "clip_fraction", "start_entropy")}
+    it = 0
+    while not track.done:
+        track.maybe_evaluate(actor)
+        if it % cfg.ref_every == 0:            # iterative GRPO: the reference follows the actor
+            ref = copy.deepcopy(actor)
+        # 1. B prompts (reset seeds), each flown G times with actions sampled from pi_old
+        prompts = rng.integers(*TRAIN_SEEDS, size=cfg.prompts)
+        seeds = np.repeat(prompts, cfg.group_size)
+        ep = play_episodes(envs, seeds, actor, rng)
+        track.add(int(ep.lengths.sum()), ep.returns)
+        # 2. advantages: one number per episode broadcast to its steps, or per-step process credit
+        if cfg.process:
+            G = cfg.group_size
+            adv = np.concatenate([a for g in range(cfg.prompts)
+                                  for a in process_advantages(ep.rewards[g * G:(g + 1) * G])])
+        else:
+            adv = np.repeat(outcome_advantages(ep.returns, cfg.group_size), ep.lengths)
+        w = step_weights(ep.lengths)
+        # 3. flatten; log pi_old and log pi_ref computed once
+        b_obs = torch.from_numpy(np.concatenate(ep.obs))
+        b_act = torch.from_numpy(np.concatenate(ep.actions))
+        b_adv, b_w = torch.from_numpy(adv).float(), torch.from_numpy(w).float()
+        with torch.no_grad():
+            b_logp_old = torch.log_softmax(actor(b_obs), -1).gather(1, b_act[:, None])[:, 0]
+            b_logp_ref = torch.log_softmax(ref(b_obs), -1).gather(1, b_act[:, None])[:, 0]
+        starts = b_obs[np.concatenate([[0], np.cumsum(ep.lengths)[:-1]])[::cfg.group_size]]
+        # 4. K epochs of minibatch steps on the same clipped surrogate, minus beta * k3, no critic
+        clip_fracs, kls = [], []
+        for epoch in range(cfg.epochs):
+            for mb in torch.from_numpy(rng.permutation(len(b_act))).split(cfg.minibatch):
+                logp = torch.log_softmax(actor(b_obs[mb]), -1).gather(1, b_act[mb, None])[:, 0]
+                loss, clipped, k3 = grpo_loss(logp, b_logp_old[mb], b_logp_ref[mb], b_adv[mb], b_w[mb],
+                                              cfg.clip, cfg.beta)
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                nn.utils.clip_grad_norm_(actor.parameters(), cfg.max_grad_norm)
+                opt.step()
+                clip_fracs.append(float(clipped.float().mean()))
+                if epoch == cfg.epochs - 1:
+                    kls.append(k3.detach().numpy())
+        stds = ep.returns.reshape(cfg.prompts, cfg.group_size).std(1)
+        kl = np.concatenate(kls)
+        for k, v in (("env_steps", track.steps), ("group_std", float(np.mean(stds))),
+                     ("degenerate", float(np.mean(stds < GROUP_EPS))),
+                     ("near_degenerate", float(np.mean(stds < 1.0))),
+                     ("kl_median", float(np.median(kl))), ("kl_max", float(kl.max())),
+                     ("clip_fraction", float(np.mean(clip_fracs))),
+                     ("start_entropy", float(entropy_of(policy_logits(actor, starts.numpy())).mean()))):
+            diag[k].append(v)
+        it += 1
+    track.maybe_evaluate(actor, force=True)
+    summary = {"degenerate_fraction": float(np.mean(diag["degenerate"])),
+               "near_degenerate_fraction": float(np.mean(diag["near_degenerate"])),
+               "kl_median": float(np.median(diag["kl_median"])),
+               "clip_fraction_median": float(np.median(diag["clip_fraction"])),
+               "group_return_std_median": float(np.median(diag["group_std"])),
+               "iterations": it, "diagnostics": diag}
+    return _finish(spec, cfg, actor, track, summary)
+
+
+def _finish(spec, cfg, actor, track, extra) -> dict:
+    """Final test of the best checkpoint: argmax and sampled returns on the held-out seeds."""
+    best = make_actor(spec.seed)
+    best.load_state_dict(track.best_state)
+    test_seeds = range(TEST_SEED0, TEST_SEED0 + spec.test_episodes)
+    ev = Evaluator(test_seeds, rng_seed=spec.seed)(best)
+    out = {"algo": spec.algo, "seed": spec.seed, "env_steps": track.steps,
+           "config": asdict(cfg), "curve": track.curve, "train_returns": track.train_returns,
+           "test_det": ev["det"].tolist(), "test_sampled": ev["sampled"].tolist(),
+           "start_entropy": float(entropy_of(policy_logits(best, start_obs(test_seeds))).mean()),
+           "best_state": best.state_dict(), "final_state": copy.deepcopy(actor.state_dict()),
+           "snapshots": track.snapshots}
+    out.update(extra)
+    return out
+
+
+def train(spec: RunSpec, progress=None) -> dict:
+    """Run one (algo, seed) to ``spec.total_steps`` env steps; see ``ALGOS``."""
+    torch.set_num_threads(1)
+    _check_spec(spec)
+    trainer = train_grpo if spec.algo.startswith("grpo") else train_actor_critic
+    return trainer(spec, progress)
+
+
+def run_all(specs, workers: int = 2) -> list:
+    """Train every spec in ``workers`` spawned processes, one torch thread each; results in spec order.
+
+    Each run is seeded by its spec alone, so the results do not depend on process scheduling.
+    """
+    if workers < 1:
+        raise ValueError(f"workers must be >= 1, got {workers}")
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        return list(pool.map(train, specs))
+
+
+def summarize(runs) -> dict:
+    """The registry entry of one algorithm from its per-seed runs (returns on the held-out seeds)."""
+    det = np.array([r["test_det"] for r in runs])
+    samp = np.array([r["test_sampled"] for r in runs])
+    out = {"det_return_mean": float(det.mean()), "det_return_per_seed": det.mean(1).tolist(),
+           "sampled_return_mean": float(samp.mean()), "sampled_return_per_seed": samp.mean(1).tolist(),
+           "det_solved_fraction": float((det >= SOLVED).mean()),
+           "sampled_solved_fraction": float((samp >= SOLVED).mean()),
+           "start_entropy_mean": float(np.mean([r["start_entropy"] for r in runs])),
+           "iterations": [r["iterations"] for r in runs]}
+    for k in ("degenerate_fraction", "near_degenerate_fraction", "kl_median", "clip_fraction_median",
+              "group_return_std_median"):
+        if k in runs[0] and runs[0]["algo"].startswith("grpo"):
+            out[k] = float(np.mean([r[k] for r in runs]))
+    return out
+
+
+def load_actor(state_dict) -> nn.Sequential:
+    actor = make_actor(0)
+    actor.load_state_dict(state_dict)
+    return actor
+
+
+# ---------------------------------------------------------------------------------------------
+# Command line: the full published scale (5 seeds x 2M steps) with a progress bar
+# ---------------------------------------------------------------------------------------------
+def main(argv=None) -> None:
+    from tqdm.auto import tqdm
+    p = argparse.ArgumentParser(prog="python -m grpo.lander", description=__doc__.split("\n")[0])
+    p.add_argument("--algo", choices=ALGOS, required=True)
+    p.add_argument("--seeds", type=int, default=5, help="seeds 0 .. N-1")
+    p.add_argument("--steps", type=int, default=2_000_000, help="env steps per seed")
+    p.add_argument("--eval-every", type=int, default=100_000)
+    p.add_argument("--out", default=None, help="JSON file for the per-seed results")
+    a = p.parse_args(argv)
+    runs = []
+    for seed in range(a.seeds):
+        t0 = time.time()
+        with tqdm(total=a.steps, desc=f"{a.algo} seed {seed}", unit="step", unit_scale=True) as bar:
+            r = train(RunSpec(a.algo, seed, a.steps, eval_every=a.eval_every), progress=bar)
+        r = {k: v for k, v in r.items() if not k.endswith("_state") and k != "snapshots"}
+        print(f"{a.algo} seed {seed}: test argmax {np.mean(r['test_det']):.1f}, "
+              f"sampled {np.mean(r['test_sampled']):.1f} ({time.time() - t0:.0f} s)")
+        runs.append(r)
+    if a.out:
+        with open(a.out, "w") as f:
+            json.dump(runs, f)
+
+
+if __name__ == "__main__":
+    main()

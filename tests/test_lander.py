@@ -1,0 +1,186 @@
+"""Chapter 6: the LunarLander port (env determinism, advantages, loss signs, rollouts, bad input)."""
+import numpy as np
+import pytest
+import torch
+
+from grpo import lander as L
+from grpo.algos import grpo_advantages
+
+
+def test_same_seed_same_actions_give_bit_identical_trajectories():
+    a, b = L.make_env(), L.make_env()
+    oa, ob = a.reset(seed=123)[0], b.reset(seed=123)[0]
+    assert np.array_equal(oa, ob)
+    actions = np.random.default_rng(0).integers(0, 4, 300)
+    for act in actions:
+        sa, sb = a.step(act), b.step(act)
+        assert np.array_equal(sa[0], sb[0]) and sa[1:4] == sb[1:4]
+        if sa[2] or sa[3]:
+            break
+    assert not np.array_equal(oa, L.make_env().reset(seed=124)[0])     # the seed matters
+
+
+TINY_AC = L.ActorCriticConfig(n_envs=2, n_steps=64, minibatch=32, epochs=2)
+TINY_GRPO = L.GRPOConfig(group_size=2, prompts=2, minibatch=64, epochs=2, ref_every=2)
+
+
+@pytest.mark.parametrize("algo,cfg", [("ppo", TINY_AC), ("grpo", TINY_GRPO),
+                                      ("grpo_process", L.GRPOConfig(group_size=2, prompts=2, process=True))])
+def test_a_short_training_run_is_deterministic(algo, cfg):
+    spec = L.RunSpec(algo, 3, 600, eval_every=300, val_episodes=2, test_episodes=2, config=cfg)
+    r1, r2 = L.train(spec), L.train(spec)
+    for k in r1["final_state"]:
+        assert torch.equal(r1["final_state"][k], r2["final_state"][k])
+    assert r1["test_det"] == r2["test_det"] and r1["test_sampled"] == r2["test_sampled"]
+    assert r1["env_steps"] >= 600
+    r3 = L.train(L.RunSpec(algo, 4, 600, eval_every=300, val_episodes=2, test_episodes=2, config=cfg))
+    assert not torch.equal(r1["final_state"]["0.weight"], r3["final_state"]["0.weight"])
+
+
+def test_outcome_advantage_is_the_group_zscore_broadcast_with_equal_weight_per_episode():
+    returns = np.array([10.0, -30.0, 5.0, 5.0, 1.0, 2.0])
+    adv = L.outcome_advantages(returns, group_size=3)
+    g = returns[:3]
+    assert np.allclose(adv[:3], (g - g.mean()) / (g.std() + 1e-4))
+    assert np.array_equal(adv[3:], grpo_advantages(returns[3:], eps=1e-4))
+    lengths = np.array([3, 1, 4, 2, 2, 5])
+    per_step = np.repeat(adv, lengths)
+    assert np.all(per_step[:3] == adv[0]) and per_step[3] == adv[1]
+    w = L.step_weights(lengths)
+    assert len(w) == lengths.sum() and np.isclose(w.mean(), 1.0)
+    sums = np.add.reduceat(w, np.r_[0, np.cumsum(lengths)[:-1]])
+    assert np.allclose(sums, sums[0]) and np.isclose(sums[0], lengths.sum() / len(lengths))
+
+
+def test_degenerate_group_gives_zero_advantage():
+    assert np.array_equal(L.outcome_advantages([7.0, 7.0, 1.0, 3.0], 2)[:2], [0.0, 0.0])
+    assert all(np.array_equal(a, np.zeros(len(a))) for a in L.process_advantages([[1.0, 1.0], [1.0]]))
+
+
+def test_process_advantage_on_a_hand_example():
+    # episode 1 rewards [1, 2], episode 2 [3]: all steps have mean 2, population std sqrt(2/3)
+    adv = L.process_advantages([[1.0, 2.0], [3.0]])
+    s = np.sqrt(2 / 3) + 1e-4
+    # normalised rewards: [-1/s, 0] and [1/s]; summed from each step to its episode's end
+    assert np.allclose(adv[0], [-1 / s + 0.0, 0.0]) and np.allclose(adv[1], [1 / s])
+
+
+def test_gae_with_lambda_one_is_the_discounted_return_minus_value():
+    r = np.array([[1.0], [2.0], [3.0]])
+    v = np.array([[0.5], [0.5], [0.5]])
+    dones = np.array([[False], [True], [False]])
+    adv, ret = L.gae(r, v, dones, last_values=np.array([10.0]), gamma=0.9, lam=1.0)
+    assert np.allclose(ret[:, 0], [1 + 0.9 * 2, 2.0, 3 + 0.9 * 10])     # the done cuts the sum
+    assert np.allclose(adv, ret - v)
+
+
+def test_grpo_loss_and_its_gradient_match_a_hand_computation():
+    logp = torch.tensor([-1.0, -1.2, -0.7, -2.0], dtype=torch.float64, requires_grad=True)
+    old = torch.tensor([-1.05, -1.0, -0.7, -1.5], dtype=torch.float64)
+    ref = torch.tensor([-1.1, -1.3, -0.5, -2.0], dtype=torch.float64)
+    adv = torch.tensor([1.0, -0.5, 2.0, 1.5], dtype=torch.float64)
+    w = torch.tensor([0.5, 0.5, 1.5, 1.5], dtype=torch.float64)
+    clip, beta = 0.2, 0.04
+    loss, clipped, k3 = L.grpo_loss(logp, old, ref, adv, w, clip, beta)
+    loss.backward()
+    x, o, rf, A, W = (t.detach().numpy() for t in (logp, old, ref, adv, w))
+    rho = np.exp(x - o)                               # [1.051, 0.819, 1, 0.607]
+    surr = np.minimum(rho * A, np.clip(rho, 0.8, 1.2) * A)
+    u = rf - x
+    k3_hand = np.exp(u) - u - 1
+    assert np.isclose(loss.item(), -np.mean(W * (surr - beta * k3_hand)))
+    # d/dlogp: the surrogate gives rho*A unless clipped; k3 gives 1 - exp(u)
+    live = ~clipped.numpy()
+    assert list(live) == [True, True, True, True]     # step 4: rho < 0.8 but A > 0, so it corrects
+    grad_hand = -W * (live * rho * A - beta * (1 - np.exp(u))) / 4
+    assert np.allclose(logp.grad.numpy(), grad_hand)
+    # sign: a positive advantage makes the loss fall as that action's log-prob rises
+    assert logp.grad[0] < 0 and logp.grad[1] > 0
+
+
+def test_the_clip_zeroes_the_gradient_past_the_band_in_the_advantage_direction():
+    logp = torch.tensor([0.0], requires_grad=True)
+    loss, clipped, _ = L.grpo_loss(logp, torch.tensor([-0.5]), torch.tensor([0.0]), torch.tensor([1.0]),
+                                   torch.tensor([1.0]), 0.2, 0.0)
+    loss.backward()
+    assert clipped.item() and logp.grad.item() == 0.0
+
+
+def test_no_reset_transition_enters_a_batch():
+    """Replay every stored transition in a fresh env from its recorded reset seed: each must be a
+    real step of an episode (a NEXT_STEP reset transition would have no counterpart)."""
+    initial = np.random.default_rng(0).integers(*L.TRAIN_SEEDS, size=3)   # the collector's first draws
+    collector = L.StepCollector(3, np.random.default_rng(0))
+    later = [[] for _ in collector.envs]
+    for i, env in enumerate(collector.envs):
+        def reset(seed=None, _orig=env.reset, _i=i, **kw):
+            later[_i].append(seed)
+            return _orig(seed=seed, **kw)
+        env.reset = reset
+    s = collector.collect(L.make_actor(0), 400)
+    for i in range(3):
+        replay, starts = L.make_env(), iter(later[i])
+        obs = replay.reset(seed=int(initial[i]))[0]
+        for t in range(400):
+            assert np.array_equal(s.obs[t, i], obs)
+            obs, r, term, trunc, _ = replay.step(s.actions[t, i])
+            assert r == s.rewards[t, i] and (term or trunc) == s.dones[t, i]
+            if term or trunc:
+                obs = replay.reset(seed=next(starts))[0]
+        assert len(later[i]) == int(s.dones[:, i].sum())
+    assert len(s.episode_returns) == int(s.dones.sum()) > 0
+
+
+def test_gumbel_max_samples_the_softmax():
+    logits = np.log(np.array([[0.1, 0.2, 0.3, 0.4]])).repeat(40_000, 0)
+    a = L.sample_actions(logits, np.random.default_rng(1))
+    assert np.allclose(np.bincount(a, minlength=4) / len(a), [0.1, 0.2, 0.3, 0.4], atol=0.01)
+    assert np.array_equal(L.sample_actions(logits[:3], None, greedy=True), [3, 3, 3])
+    assert np.isclose(L.entropy_of(np.zeros((1, 4)))[0], np.log(4))
+
+
+def test_actor_has_the_published_size_and_starts_near_uniform():
+    actor = L.make_actor(0)
+    assert sum(p.numel() for p in actor.parameters()) == 4996
+    ent = L.entropy_of(L.policy_logits(actor, L.start_obs(range(5))))
+    assert (ent > 1.38).all()
+
+
+def test_bad_input_raises_value_error():
+    with pytest.raises(ValueError, match="G >= 2"):
+        L.train(L.RunSpec("grpo", 0, 100, config=L.GRPOConfig(group_size=1)))
+    with pytest.raises(ValueError, match="lr"):
+        L.train(L.RunSpec("ppo", 0, 100, config=L.ActorCriticConfig(lr=0.0)))
+    with pytest.raises(ValueError, match="algo"):
+        L.train(L.RunSpec("dqn", 0, 100))
+    with pytest.raises(ValueError, match="shape"):
+        L.policy_logits(L.make_actor(0), np.zeros((3, 5)))
+    with pytest.raises(ValueError, match="G >= 2"):
+        L.outcome_advantages([1.0, 2.0], group_size=1)
+    with pytest.raises(ValueError, match="G >= 2"):
+        L.process_advantages([[1.0, 2.0]])
+    with pytest.raises(ValueError, match="NaN"):
+        L.process_advantages([[1.0, np.nan], [2.0]])
+    with pytest.raises(ValueError, match="NaN"):
+        L.outcome_advantages([1.0, np.nan], group_size=2)
+    with pytest.raises(ValueError, match="positive"):
+        L.step_weights([3, 0])
+
+
+def test_fly_returns_downscaled_frames_one_per_step_plus_the_start():
+    frames, ret = L.fly(L.make_actor(0), 5, greedy=True, scale=4)
+    assert frames.shape[1:] == (100, 150, 3) and frames.dtype == np.uint8
+    ep = L.play_episodes([L.make_env()], [5], L.make_actor(0), None, greedy=True)
+    assert len(frames) == ep.lengths[0] + 1 and ret == ep.returns[0]
+
+
+def test_summarize_builds_the_registry_entry():
+    runs = [{"algo": "grpo", "test_det": [250.0, 100.0], "test_sampled": [0.0, 300.0], "start_entropy": 1.0,
+             "iterations": 5, "degenerate_fraction": 0.0, "near_degenerate_fraction": 0.5, "kl_median": 0.01,
+             "clip_fraction_median": 0.1, "group_return_std_median": 30.0}] * 2
+    s = L.summarize(runs)
+    assert s["det_return_mean"] == 175.0 and s["det_solved_fraction"] == 0.5
+    assert s["sampled_return_per_seed"] == [150.0, 150.0] and s["iterations"] == [5, 5]
+    assert s["near_degenerate_fraction"] == 0.5
+    with pytest.raises(ValueError, match="workers"):
+        L.run_all([], workers=0)

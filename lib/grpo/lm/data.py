@@ -46,8 +46,8 @@ def _calc(a: int, op: str, b: int) -> tuple[int, str]:
     return c, f"{a}{op}{b}=<<{a}{op}{b}={c}>>{c}"
 
 
-def make_problem(rng: random.Random, steps: int, max_add: int = 20, max_factor: int = 9,
-                 max_value: int = 100) -> dict:
+def make_problem(rng: random.Random, steps: int, max_add: int = 10, max_factor: int = 5,
+                 max_value: int = 30) -> dict:
     """One GSM8K-style problem with ``steps`` annotated calculations (1-4).
 
     Difficulty knobs: ``steps``; ``max_add`` bounds added/removed amounts and starting counts;

@@ -67,6 +67,9 @@ class Block(nn.Module):
             k, v = cache[0][:, :, :cache_pos + T], cache[1][:, :, :cache_pos + T]
         if attn_mask is None:
             y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        elif T == 1:                                   # one new token: plain attention is faster here
+            att = (q @ k.transpose(-1, -2)) * (1.0 / math.sqrt(k.shape[-1]))
+            y = torch.softmax(att.masked_fill(~attn_mask, float("-inf")), dim=-1) @ v
         else:
             y = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask)
         x = x + self.proj(y.transpose(1, 2).reshape(B, T, C))

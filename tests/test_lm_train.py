@@ -8,7 +8,8 @@ import torch
 from grpo.lm.data import make_splits
 from grpo.lm.model import GPT, GPTConfig
 from grpo.lm.tokenizer import Tokenizer
-from grpo.lm.train import SFTConfig, completions, encode_problem, length_batches, lr_at, rewards, sft
+from grpo.lm.train import (SFTConfig, completions, encode_problem, length_batches, load_sft, lr_at, rewards,
+                            sft)
 
 
 @pytest.fixture(scope="module")
@@ -76,3 +77,12 @@ def test_sft_bad_input(setup, kw):
     model = GPT(GPTConfig(vocab_size=tok.vocab_size, n_layer=1, n_head=2, d_model=32, max_len=160))
     with pytest.raises(ValueError):
         sft(model, tok, train, test, SFTConfig(**kw))
+
+
+def test_load_sft(tmp_path):
+    with pytest.raises(FileNotFoundError, match="07_small_lm"):
+        load_sft(tmp_path)
+    model, tok = load_sft()                            # the committed checkpoint of chapter 7
+    assert model.cfg.vocab_size == tok.vocab_size and not model.training
+    prompt = encode_problem(tok, make_splits(0, 1, seed=0)[1][0])[0]
+    assert model(torch.tensor([prompt])).shape == (1, len(prompt), tok.vocab_size)

@@ -9,19 +9,28 @@ step and the held-out greedy accuracy every ``eval_every`` steps.
 ``completions(model, tok, problems, n, temperature, generator)`` samples (or, with
 ``temperature=None``, decodes greedily) and returns texts; ``rewards`` scores them with the verifier:
 a (problems, n) array of 0/1.
+
+``load_sft()`` returns chapter 7's committed SFT checkpoint and tokenizer, ``(model, tok)``, from
+``data/models/`` (where chapter 7 writes them): the starting point of chapter 8.
 """
 from __future__ import annotations
 
 import math
 import random
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
 from .data import reward
-from .model import sample
+from .model import load, sample
+from .tokenizer import Tokenizer
+
+MODELS_DIR = Path(__file__).resolve().parents[3] / "data" / "models"
+SFT_CHECKPOINT = "07_small_lm_sft.safetensors"
+SFT_TOKENIZER = "07_small_lm_tokenizer.json"
 
 
 def prompt_text(question: str) -> str:
@@ -137,3 +146,12 @@ def completions(model, tok, problems, n=1, temperature=None, generator=None, top
 def rewards(problems, texts) -> np.ndarray:
     """(problems, n) array of verifier rewards (0.0 / 1.0) for ``completions`` output."""
     return np.array([[reward(t, p["answer"]) for t in row] for p, row in zip(problems, texts)])
+
+
+def load_sft(models_dir=MODELS_DIR):
+    """Chapter 7's SFT model (eval mode) and its tokenizer: ``(model, tok)``."""
+    model_path, tok_path = Path(models_dir) / SFT_CHECKPOINT, Path(models_dir) / SFT_TOKENIZER
+    if not model_path.exists() or not tok_path.exists():
+        raise FileNotFoundError(f"no SFT checkpoint in {models_dir}: run chapters/07_small_lm.ipynb "
+                                "(make execute NB=chapters/07_small_lm.ipynb) to write it")
+    return load(model_path), Tokenizer.load(tok_path)

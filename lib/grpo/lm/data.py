@@ -46,13 +46,14 @@ def _calc(a: int, op: str, b: int) -> tuple[int, str]:
     return c, f"{a}{op}{b}=<<{a}{op}{b}={c}>>{c}"
 
 
-def make_problem(rng: random.Random, steps: int, max_add: int = 20, max_factor: int = 9,
-                 max_value: int = 100) -> dict:
+def make_problem(rng: random.Random, steps: int, max_add: int = 10, max_factor: int = 5,
+                 max_value: int = 30) -> dict:
     """One GSM8K-style problem with ``steps`` annotated calculations (1-4).
 
     Difficulty knobs: ``steps``; ``max_add`` bounds added/removed amounts and starting counts;
-    ``max_factor`` bounds multipliers and divisors (from 2); ``max_value`` bounds every
-    intermediate count. Every count stays a whole number in [0, max_value].
+    ``max_factor`` bounds both sides of a product and a division's divisor and result (2-9 gives the
+    times tables); ``max_value`` bounds every intermediate count. Every count stays a whole number
+    in [0, max_value].
     """
     if steps not in (1, 2, 3, 4):
         raise ValueError(f"steps must be 1-4, got {steps}")
@@ -94,13 +95,13 @@ def make_problem(rng: random.Random, steps: int, max_add: int = 20, max_factor: 
             else:
                 q.append(f"{She} loses {b} of them.")
                 sol.append(f"{She} loses {b}: {ann} {obj}.")
-        elif op == "times" and 2 * x <= max_value:
+        elif op == "times" and x <= max_factor and 2 * x <= max_value:
             k = rng.randint(2, min(max_factor, max_value // x))
             y, ann = _calc(x, "*", k)
             q.append(f"Then {she} gets {k} times as many.")
             sol.append(f"{k} times as many: {ann} {obj}.")
         elif op == "share" and x >= 4:
-            ks = [k for k in range(2, max_factor + 1) if x % k == 0 and x // k >= 1]
+            ks = [k for k in range(2, max_factor + 1) if x % k == 0 and x // k <= max_factor]
             if not ks:
                 continue
             k = rng.choice(ks)

@@ -1,0 +1,157 @@
+"""Supervised fine-tuning (SFT) of the small GPT on worked solutions, and its evaluation.
+
+``sft(model, tok, train, evals, cfg)`` trains with AdamW, a linear warm-up and a cosine decay, on
+the solution tokens only (the question is context, not a target). Batches hold problems of similar
+length (shuffled, then sorted within chunks of ``64 * batch_size``), so almost no compute goes to
+padding; positions stay exact, since every row starts at position 0. It returns the loss at every
+step and the held-out greedy accuracy every ``eval_every`` steps.
+
+``completions(model, tok, problems, n, temperature, generator)`` samples (or, with
+``temperature=None``, decodes greedily) and returns texts; ``rewards`` scores them with the verifier:
+a (problems, n) array of 0/1.
+
+``load_sft()`` returns chapter 7's committed SFT checkpoint and tokenizer, ``(model, tok)``, from
+``data/models/`` (where chapter 7 writes them): the starting point of chapter 8.
+"""
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from .data import reward
+from .model import load, sample
+from .tokenizer import Tokenizer
+
+MODELS_DIR = Path(__file__).resolve().parents[3] / "data" / "models"
+SFT_CHECKPOINT = "07_small_lm_sft.safetensors"
+SFT_TOKENIZER = "07_small_lm_tokenizer.json"
+
+
+def prompt_text(question: str) -> str:
+    """What the model is given: the question and a newline; it writes the solution and ``<eos>``."""
+    return question + "\n"
+
+
+def encode_problem(tok, problem: dict) -> tuple[list[int], list[int]]:
+    """(prompt ids, solution ids + <eos>) of one problem."""
+    return tok.encode(prompt_text(problem["question"])), tok.encode(problem["answer"]) + [tok.eos_id]
+
+
+@dataclass(frozen=True)
+class SFTConfig:
+    steps: int = 600
+    batch_size: int = 64
+    lr: float = 3e-3
+    warmup: int = 20
+    min_lr_frac: float = 0.05          # cosine decays to lr * min_lr_frac
+    weight_decay: float = 0.1
+    betas: tuple = (0.9, 0.95)
+    grad_clip: float = 1.0
+    eval_every: int = 100
+    eval_problems: int = 200
+    bucket: bool = True                # batch problems of similar length (less padding)
+    seed: int = 0
+
+
+def lr_at(step: int, cfg: SFTConfig) -> float:
+    """Linear warm-up to ``lr``, then cosine decay to ``lr * min_lr_frac`` at the last step."""
+    if step < cfg.warmup:
+        return cfg.lr * (step + 1) / cfg.warmup
+    frac = (step - cfg.warmup) / max(1, cfg.steps - cfg.warmup)
+    return cfg.lr * (cfg.min_lr_frac + (1 - cfg.min_lr_frac) * 0.5 * (1 + math.cos(math.pi * frac)))
+
+
+def length_batches(encoded, cfg: SFTConfig, rng: random.Random):
+    """Endless length-bucketed batches: (ids, targets) with target -100 off the solution tokens."""
+    chunk = 64 * cfg.batch_size if cfg.bucket else cfg.batch_size
+    while True:
+        order = list(range(len(encoded)))
+        rng.shuffle(order)
+        batches = []
+        for i in range(0, len(order), chunk):
+            part = sorted(order[i:i + chunk], key=lambda j: len(encoded[j][0]) + len(encoded[j][1]))
+            batches += [part[k:k + cfg.batch_size] for k in range(0, len(part), cfg.batch_size)]
+        rng.shuffle(batches)
+        for rows in batches:
+            T = max(len(encoded[j][0]) + len(encoded[j][1]) for j in rows)
+            ids = torch.zeros(len(rows), T, dtype=torch.long)
+            tgt = torch.full((len(rows), T), -100, dtype=torch.long)
+            for r, j in enumerate(rows):
+                p, a = encoded[j]
+                ids[r, :len(p) + len(a)] = torch.tensor(p + a)
+                tgt[r, len(p) - 1:len(p) + len(a) - 1] = torch.tensor(a)    # predict each solution token
+            yield ids[:, :-1], tgt[:, :-1]
+
+
+def sft(model, tok, train: list[dict], evals: list[dict], cfg: SFTConfig) -> dict:
+    """Train ``model`` in place on ``train``; return ``{"step", "loss", "eval_step", "eval_greedy"}``."""
+    if cfg.lr <= 0 or cfg.steps < 1 or cfg.batch_size < 1 or not train:
+        raise ValueError("need lr > 0, steps >= 1, batch_size >= 1 and training problems")
+    torch.manual_seed(cfg.seed)
+    rng = random.Random(cfg.seed)
+    encoded = [encode_problem(tok, p) for p in train]
+    decay = [p for p in model.parameters() if p.dim() >= 2]
+    no_decay = [p for p in model.parameters() if p.dim() < 2]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": cfg.weight_decay},
+                             {"params": no_decay, "weight_decay": 0.0}], lr=cfg.lr, betas=cfg.betas)
+    hist = {"step": [], "loss": [], "eval_step": [], "eval_greedy": []}
+    batches = length_batches(encoded, cfg, rng)
+    for step in range(cfg.steps):
+        for group in opt.param_groups:
+            group["lr"] = lr_at(step, cfg)
+        model.train()
+        ids, tgt = next(batches)
+        logits = model(ids)
+        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), tgt.reshape(-1), ignore_index=-100)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+        opt.step()
+        hist["step"].append(step + 1)
+        hist["loss"].append(loss.item())
+        if (step + 1) % cfg.eval_every == 0 or step + 1 == cfg.steps:
+            model.eval()
+            held_out = evals[:cfg.eval_problems]
+            acc = rewards(held_out, completions(model, tok, held_out)).mean()
+            hist["eval_step"].append(step + 1)
+            hist["eval_greedy"].append(float(acc))
+    model.eval()
+    return hist
+
+
+def completions(model, tok, problems, n=1, temperature=None, generator=None, top_p=1.0,
+                max_new_tokens=96, batch=256) -> list[list[str]]:
+    """``n`` completions (texts) per problem: greedy if ``temperature`` is None, else sampled."""
+    out = []
+    per = max(1, batch // n)
+    for i in range(0, len(problems), per):
+        prompts = [encode_problem(tok, p)[0] for p in problems[i:i + per]]
+        if temperature is None:
+            tokens, _, mask = sample(model, prompts, 1, max_new_tokens, eos_id=tok.eos_id, greedy=True)
+        else:
+            tokens, _, mask = sample(model, prompts, n, max_new_tokens, temperature, top_p, generator,
+                                     eos_id=tok.eos_id)
+        texts = [tok.decode(row[m].tolist()) for row, m in zip(tokens, mask)]
+        k = 1 if temperature is None else n
+        out += [texts[j:j + k] for j in range(0, len(texts), k)]
+    return out
+
+
+def rewards(problems, texts) -> np.ndarray:
+    """(problems, n) array of verifier rewards (0.0 / 1.0) for ``completions`` output."""
+    return np.array([[reward(t, p["answer"]) for t in row] for p, row in zip(problems, texts)])
+
+
+def load_sft(models_dir=MODELS_DIR):
+    """Chapter 7's SFT model (eval mode) and its tokenizer: ``(model, tok)``."""
+    model_path, tok_path = Path(models_dir) / SFT_CHECKPOINT, Path(models_dir) / SFT_TOKENIZER
+    if not model_path.exists() or not tok_path.exists():
+        raise FileNotFoundError(f"no SFT checkpoint in {models_dir}: run chapters/07_small_lm.ipynb "
+                                "(make execute NB=chapters/07_small_lm.ipynb) to write it")
+    return load(model_path), Tokenizer.load(tok_path)

@@ -1,0 +1,129 @@
+"""The tokenizer, the decoder, its KV-cache sampler, log-probs and checkpoints (lib/grpo/lm)."""
+import hashlib
+
+import pytest
+import torch
+
+from grpo.lm.data import make_splits
+from grpo.lm.model import GPT, GPTConfig, greedy, join, load, sample, save, token_logprobs
+from grpo.lm.tokenizer import Tokenizer
+
+
+@pytest.fixture(scope="module")
+def tok():
+    train, _ = make_splits(2000, 0, seed=0)
+    return Tokenizer.train([p["question"] + "\n" + p["answer"] for p in train], vocab_size=300)
+
+
+@pytest.fixture(scope="module")
+def model():
+    torch.manual_seed(0)
+    return GPT(GPTConfig(vocab_size=300, n_layer=2, n_head=2, d_model=32, max_len=64)).eval()
+
+
+PROMPTS = [[5, 6, 7, 8], [9, 10], [11, 12, 13, 14, 15, 16]]
+
+
+def test_tokenizer_round_trip_and_single_digits(tok):
+    _, test = make_splits(0, 50, seed=1)
+    for p in test:
+        text = p["question"] + "\n" + p["answer"]
+        assert tok.decode(tok.encode(text)) == text
+    assert tok.tokens("Mia has 1234 apples.")[3:7] == ["1", "2", "3", "4"]
+    assert tok.decode([tok.eos_id, *tok.encode(" a  b\n\n"), tok.pad_id]) == " a  b\n\n"
+    assert (tok.pad_id, tok.eos_id, tok.unk_id) == (0, 1, 2) and tok.vocab_size <= 300
+
+
+def test_tokenizer_is_deterministic_and_saves(tok, tmp_path):
+    train, _ = make_splits(2000, 0, seed=0)
+    again = Tokenizer.train([p["question"] + "\n" + p["answer"] for p in train], vocab_size=300)
+    tok.save(tmp_path / "a.json")
+    again.save(tmp_path / "b.json")
+    assert (tmp_path / "a.json").read_bytes() == (tmp_path / "b.json").read_bytes()
+    assert Tokenizer.load(tmp_path / "a.json").encode("Mia has 3 eggs.") == tok.encode("Mia has 3 eggs.")
+
+
+def test_tokenizer_bad_input(tok):
+    with pytest.raises(ValueError, match="unknown"):
+        tok.encode("Mia has 3 \u00e9l\u00e9phants")
+    with pytest.raises(ValueError):
+        tok.encode(None)
+    with pytest.raises(ValueError):
+        Tokenizer.train(["abc"], vocab_size=3)
+
+
+def test_forward_shape_and_causality(model):
+    ids = torch.randint(3, 300, (2, 10))
+    logits = model(ids)
+    assert logits.shape == (2, 10, 300)
+    ids2 = ids.clone()
+    ids2[:, 7:] = 4                                    # changing the future leaves the past alone
+    assert torch.allclose(model(ids2)[:, :7], logits[:, :7], atol=1e-6)
+
+
+@pytest.mark.parametrize("temperature, top_p", [(1.0, 1.0), (0.7, 0.9)])
+def test_cached_sampler_equals_uncached(model, temperature, top_p):
+    out = [sample(model, PROMPTS, n=4, max_new_tokens=30, temperature=temperature, top_p=top_p,
+                  generator=torch.Generator().manual_seed(3), eos_id=1, use_cache=c) for c in (True, False)]
+    assert torch.equal(out[0][0], out[1][0]) and torch.equal(out[0][2], out[1][2])
+    assert torch.allclose(out[0][1], out[1][1], atol=1e-5)
+
+
+def test_sampled_logprobs_equal_a_fresh_forward(model):
+    tokens, lp, mask = sample(model, PROMPTS, n=4, max_new_tokens=30, temperature=0.7,
+                              generator=torch.Generator().manual_seed(0), eos_id=1)
+    ids, cmask = join(PROMPTS, 4, tokens, mask)
+    fresh = token_logprobs(model, ids, cmask, temperature=0.7)
+    assert torch.allclose(fresh[cmask], lp[mask], atol=1e-5)
+    assert (lp[~mask] == 0).all() and (tokens[~mask] == 0).all()
+    assert lp[mask].max() <= 0 and mask[:, 0].all()
+
+
+def test_rows_do_not_depend_on_the_other_prompts(model):
+    alone = greedy(model, [PROMPTS[1]], max_new_tokens=20, eos_id=1)[0]
+    batched, mask = greedy(model, PROMPTS, max_new_tokens=20, eos_id=1)
+    assert torch.equal(batched[1, :alone.shape[1]], alone[0])
+
+
+def test_sampling_stops_at_eos_and_is_seeded(model):
+    a = sample(model, PROMPTS, 8, 30, generator=torch.Generator().manual_seed(5), eos_id=7)
+    b = sample(model, PROMPTS, 8, 30, generator=torch.Generator().manual_seed(5), eos_id=7)
+    assert all(torch.equal(x, y) for x, y in zip(a, b))
+    tokens, _, mask = a
+    for row, m in zip(tokens, mask):
+        k = int(m.sum())
+        assert (row[:k - 1] != 7).all()                # no <eos> before the last kept token
+        assert k == tokens.shape[1] or row[k - 1] == 7
+
+
+def test_sample_bad_input(model):
+    with pytest.raises(ValueError, match="empty"):
+        sample(model, [[]], 1, 5)
+    with pytest.raises(ValueError, match="non-empty"):
+        sample(model, [], 1, 5)
+    with pytest.raises(ValueError, match="max_len"):
+        sample(model, [list(range(3, 63))], 1, 5)
+    with pytest.raises(ValueError, match="temperature"):
+        sample(model, PROMPTS, 1, 5, temperature=0.0)
+    with pytest.raises(ValueError, match="temperature"):
+        sample(model, PROMPTS, 1, 5, temperature=-1.0)
+    with pytest.raises(ValueError, match="token ids"):
+        sample(model, [[3, 300]], 1, 5)
+    with pytest.raises(ValueError, match="top_p"):
+        sample(model, PROMPTS, 1, 5, top_p=0.0)
+    with pytest.raises(ValueError):
+        token_logprobs(model, torch.ones(2, 5, dtype=torch.long), torch.ones(2, 4, dtype=torch.bool))
+    with pytest.raises(ValueError):
+        model(torch.ones(1, 65, dtype=torch.long))
+
+
+def test_checkpoint_round_trip_is_byte_stable(model, tmp_path):
+    save(model, tmp_path / "a.safetensors")
+    back = load(tmp_path / "a.safetensors")
+    assert back.cfg == model.cfg
+    ids = torch.randint(3, 300, (2, 9))
+    assert torch.equal(back(ids), model(ids))
+    save(back, tmp_path / "b.safetensors")
+    files = ("a.safetensors", "b.safetensors")
+    digest = [hashlib.sha256((tmp_path / f).read_bytes()).digest() for f in files]
+    assert digest[0] == digest[1]

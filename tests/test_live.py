@@ -66,7 +66,7 @@ def test_grid_figure_draws_one_curve_per_value_against_the_ceiling():
     levels = [ln.get_ydata()[0] for ln in ax.lines if len(ln.get_xdata()) == 2]
     assert pytest.approx(lava.ceiling().score) in levels                  # the ceiling line
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
-    assert labels[0].startswith("lr = 0.25: final") and any("ceiling" in t for t in labels)
+    assert labels[0].startswith("lr = 0.25: final") and any("best possible" in t for t in labels)
     plt.close(fig)
 
 

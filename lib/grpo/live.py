@@ -18,7 +18,7 @@ import numpy as np
 from matplotlib.colors import to_rgb
 
 from . import algos, lava
-from .plots import COLORS
+from .plots import COLORS, curve_axes
 
 # The knobs each chapter's panel offers: (widget kind, min, max, step, default)
 KNOBS = {
@@ -55,13 +55,10 @@ def _check_seeds(seeds):
 
 
 def reference_lines(ax) -> None:
-    """The ceiling (best possible test score) and the untrained bot's score, as horizontal lines."""
+    """The chapters' learning-curve reference lines (``plots.curve_axes``) for the test floors."""
     ceiling = lava.ceiling().score
     untrained = float(lava.exact_score(lava.test_floors(), np.zeros((4, 2))).mean_score)
-    ax.axhline(ceiling, color=COLORS["ceiling"], ls=":", lw=1.2, label=f"ceiling {ceiling:.3f}")
-    ax.axhline(untrained, color=COLORS["untrained"], ls="--", lw=1.0,
-               label=f"untrained {untrained:.3f}")
-    ax.set_ylim(min(0.25, untrained - 0.02), ceiling + 0.03)
+    curve_axes(ax, ceiling, untrained, ylim=(min(0.25, untrained - 0.02), ceiling + 0.03))
 
 
 def train_curves(algo: str, seeds=(0, 1, 2), updates: int = 300, **hparams) -> algos.SeedRuns:

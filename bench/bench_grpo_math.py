@@ -3,12 +3,19 @@
 The batch is the issue's: 8 prompts x 8 samples, 64 new tokens, beta 0.04 (so both read the
 reference), one Adam step per batch, DeepSeekMath's sequence-normalised loss. The model is a tiny
 random Qwen2 (about 0.6M parameters, character tokenizer) built locally by
-``grpo.lm.hf.tiny_causal_lm``; it seldom samples end-of-sequence, so every completion runs the full
-64 tokens in both trainers. Each trainer takes 1 warm-up step, then 3 timed steps, in 2 alternating
-rounds (ours, TRL, ours, TRL); the fastest step of each is reported, the estimate least inflated by
-other work on a shared machine (the load average is recorded too).
-Writes data/bench/08_grpo_math.json (`make bench`). Our small model's step (chapter 7's sampler)
-is still to be added.
+``grpo.lm.hf.tiny_causal_lm``; its prompts (question and instruction, one token a character) are
+about three times as long as its completions (it samples end-of-sequence now and then), so reading
+each prompt once per group, as ours does, is much of our lead (``prompt_tokens`` in the JSON).
+TRL runs with gradient checkpointing off (its default, on, recomputes the forward pass in the
+backward: a memory saving this model does not need). Each trainer takes 1 warm-up step, then 3
+timed steps, in 2 alternating rounds (ours, TRL, ours, TRL); the fastest step of each is
+reported, the estimate least inflated by other work on a shared machine (the load average is
+recorded too).
+
+A third row times chapter 7's own small GPT (``grpo.lm.train.load_sft``) with its own sampler at
+the same batch shape: ``grpo.lm.model.sample`` -> ``join`` -> ``token_logprobs`` (reference) ->
+``grpo.lm.grpo.grpo_update``. It is a different model, so it is not part of the ratio.
+Writes data/bench/08_grpo_math.json (`make bench`).
 """
 import json
 import os
@@ -53,6 +60,43 @@ def time_ours(model_dir, rows):
     return steps
 
 
+def time_small_gpt(rows):
+    """One GRPO step of chapter 7's SFT model with its own sampler, split as ``hf.grpo_step``'s."""
+    import copy
+
+    from grpo.lm import model as gpt
+    from grpo.lm import train
+    from grpo.lm.grpo import grpo_update
+    policy, tok = train.load_sft()
+    ref = copy.deepcopy(policy).eval().requires_grad_(False)
+    optimizer = torch.optim.Adam(policy.parameters(), lr=1e-6)
+    prompts = [train.encode_problem(tok, r)[0] for r in rows]
+    answers = [r["answer"] for r in rows for _ in range(G)]
+    generator = torch.Generator().manual_seed(0)
+    steps = []
+    for i in range(STEPS + 1):
+        t0 = time.perf_counter()
+        policy.eval()
+        tokens, _, mask = gpt.sample(policy, prompts, G, NEW_TOKENS, 1.0, generator=generator,
+                                     eos_id=tok.eos_id)
+        texts = [tok.decode(row[m].tolist()) for row, m in zip(tokens, mask)]
+        rewards = torch.tensor([data.reward(t, a) for t, a in zip(texts, answers)]).reshape(PROMPTS, G)
+        ids, completion = gpt.join(prompts, G, tokens, mask)
+        t1 = time.perf_counter()
+        with torch.inference_mode():
+            logp_ref = gpt.token_logprobs(ref, ids, completion, 1.0)
+        logp_ref = logp_ref.clone()
+        t2 = time.perf_counter()
+        policy.train()
+        stats = grpo_update(lambda r: gpt.token_logprobs(policy, ids[r], completion[r], 1.0), optimizer,
+                            completion, rewards.float(), logp_ref=logp_ref, beta=0.04, aggregation="sequence")
+        t3 = time.perf_counter()
+        if i:
+            steps.append({**stats, "sample_s": t1 - t0, "ref_s": t2 - t1, "update_s": t3 - t2,
+                          "step_s": t3 - t0, "sampled_tokens": int(mask.sum())})
+    return steps, policy.n_params
+
+
 def time_trl(model_dir, rows, out_dir):
     import trl
     from transformers import AutoTokenizer, TrainerCallback
@@ -74,6 +118,7 @@ def time_trl(model_dir, rows, out_dir):
                           num_generations=G, max_completion_length=NEW_TOKENS, max_steps=STEPS + 1,
                           learning_rate=1e-6, beta=0.04, loss_type="grpo", temperature=1.0, top_k=0,
                           top_p=1.0, report_to="none", use_cpu=True, save_strategy="no",
+                          gradient_checkpointing=False,    # TRL's default True recomputes the forward
                           logging_steps=1, seed=0, disable_tqdm=True)
     timer = StepTimer()
     trainer = trl.GRPOTrainer(model=str(model_dir), reward_funcs=hf.trl_reward(), args=args,
@@ -94,27 +139,43 @@ def main():
         model.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
         n_params = sum(p.numel() for p in model.parameters())
-        ours, trl_times, trl_log = [], [], []
+        prompt_lengths = hf.encode_prompts(tokenizer, [r["question"] for r in rows])[1].sum(1).tolist()
+        ours, trl_times, trl_log, small = [], [], [], []
         for round_ in range(2):
             ours += time_ours(tmp, rows)
             times, log = time_trl(tmp, rows, Path(tmp) / f"trl{round_}")
             trl_times += times
             trl_log += log[1:-1]                            # the timed steps' logs
+            steps, small_params = time_small_gpt(rows)
+            small += steps
     fastest = min(ours, key=lambda s: s["step_s"])
     ours_step, trl_step = fastest["step_s"], min(trl_times)
-    tokens_per_s = max(s["sampled_tokens"] / s["sample_s"] for s in ours)
+    small_fastest = min(small, key=lambda s: s["step_s"])
+    split = ("sample_s", "ref_s", "update_s")
     result = {
         "ours_step_s": round(ours_step, 3),
         "trl_step_s": round(trl_step, 3),
-        "ours_sample_tokens_per_s": round(tokens_per_s),
+        "ours_sample_tokens_per_s": round(max(s["sampled_tokens"] / s["sample_s"] for s in ours)),
         "speedup_ours_vs_trl": round(trl_step / ours_step, 2),
-        "ours_split_s": {k: round(fastest[k], 3) for k in ("sample_s", "ref_s", "update_s")},
-        "ours_trainer": "grpo.lm.hf.grpo_step (HF generate); chapter 7's sampler not yet timed",
+        "ours_split_s": {k: round(fastest[k], 3) for k in split},
+        "ours_trainer": "grpo.lm.hf.grpo_step: sample_completions (KV cache, each prompt prefilled once, "
+                        "finished rows dropped), group_logprobs (each prompt read once per pass) for "
+                        "the reference (inference_mode) and the policy (one forward/backward)",
+        "trl_config": "GRPOTrainer defaults but gradient_checkpointing=False; per_device_train_batch_size "
+                      "64, num_generations 8, loss_type grpo, top_k 0, top_p 1",
         "model": f"tiny random Qwen2, {n_params} parameters, character tokenizer",
         "batch": f"{PROMPTS} prompts x {G} samples, {NEW_TOKENS} new tokens, beta 0.04, 1 Adam step",
+        "prompt_tokens": {"min": min(prompt_lengths), "max": max(prompt_lengths)},
         "mean_completion_tokens": {
             "ours": round(statistics.mean(s["completion_length_mean"] for s in ours), 1),
-            "trl": round(statistics.mean(r["completions/mean_length"] for r in trl_log), 1)},
+            "trl": round(statistics.mean(r["completions/mean_length"] for r in trl_log), 1),
+            "ours_small_gpt": round(statistics.mean(s["completion_length_mean"] for s in small), 1)},
+        "ours_small_gpt_step_s": round(small_fastest["step_s"], 3),
+        "ours_small_gpt_split_s": {k: round(small_fastest[k], 3) for k in split},
+        "ours_small_gpt_sample_tokens_per_s": round(max(s["sampled_tokens"] / s["sample_s"] for s in small)),
+        "ours_small_gpt_model": f"chapter 7's SFT GPT, {small_params} parameters (grpo.lm.train.load_sft), "
+                                "sampled with grpo.lm.model.sample",
+        "steps_timed": {"ours": len(ours), "trl": len(trl_times), "ours_small_gpt": len(small)},
         "versions": {"torch": torch.__version__, "transformers": transformers.__version__,
                      "trl": trl.__version__},
         "threads": torch.get_num_threads(),

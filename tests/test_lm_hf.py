@@ -134,3 +134,85 @@ def test_defaults_are_the_published_settings():
     assert (cfg.G, cfg.beta, cfg.lr, cfg.eps_low, cfg.aggregation) == (16, 0.04, 1e-6, 0.2, "sequence")
     dapo = hf.parse_args(["--preset", "dapo", "--G", "8"])
     assert (dapo.eps_high, dapo.aggregation, dapo.beta, dapo.G) == (0.28, "token", 0.0, 8)
+
+
+class EosBiased(torch.nn.Module):
+    """The tiny model with its end-of-sequence logit raised, so completions end at varied lengths."""
+
+    def __init__(self, model, eos_id, bias):
+        super().__init__()
+        self.model, self.config, self.eos_id, self.bias = model, model.config, eos_id, bias
+
+    def forward(self, **inputs):
+        out = self.model(**inputs)
+        out.logits[..., self.eos_id] += self.bias
+        return out
+
+
+def fast_path_inputs(tiny):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    model = AutoModelForCausalLM.from_pretrained(tiny / "model").eval()
+    tokenizer = AutoTokenizer.from_pretrained(tiny / "model")
+    questions = ["What is 2 + 3?", "Ava has 12 apples and gives 5 away. How many are left?", "7 * 8?"]
+    prompt_ids, prompt_mask = hf.encode_prompts(tokenizer, questions)
+    return model, tokenizer, prompt_ids, prompt_mask
+
+
+def test_sampler_logprobs_are_a_forward_pass_at_the_temperature_and_rows_stop_at_eos(tiny):
+    """sample_completions' log-probs equal a recomputed forward pass (full and shared-prompt) at T,
+    and each row stops at its first eos, even as finished rows leave the batch."""
+    model, tokenizer, prompt_ids, prompt_mask = fast_path_inputs(tiny)
+    biased = EosBiased(model, tokenizer.eos_token_id, 2.5)
+    G, T, new = 4, 0.7, 20
+    eos, pad = tokenizer.eos_token_id, tokenizer.pad_token_id
+    tokens, logp, mask = hf.sample_completions(biased, prompt_ids, prompt_mask, G, T, new, eos, pad,
+                                               torch.Generator().manual_seed(0))
+    lengths = mask.sum(1)
+    assert tokens.shape == logp.shape == mask.shape == (3 * G, int(lengths.max()))
+    assert len(set(lengths.tolist())) >= 3                 # rows ended at different steps
+    for row, n in zip(tokens, lengths.tolist()):
+        ended = (row[:n] == eos).nonzero().flatten().tolist()
+        assert ended in ([n - 1], []) and (n == new or ended)   # the eos is the last masked token
+        assert (row[n:] == pad).all()
+    assert (logp[~mask] == 0).all() and (logp[mask] < 0).all()
+    with torch.no_grad():
+        shared, _ = hf.group_logprobs(biased, prompt_ids, prompt_mask, tokens, T)
+        ids = torch.cat([prompt_ids.repeat_interleave(G, 0), tokens], 1)
+        attn = torch.cat([prompt_mask.repeat_interleave(G, 0), mask.long()], 1)
+        full, _ = hf.completion_logprobs(biased, ids, attn, prompt_ids.shape[1], T)
+    assert (logp - full).abs()[mask].max() < 1e-5 and (shared - full).abs()[mask].max() < 1e-5
+    again = hf.sample_completions(biased, prompt_ids, prompt_mask, G, T, new, eos, pad,
+                                  torch.Generator().manual_seed(0))
+    assert torch.equal(again[0], tokens)                   # a seeded generator repeats the draw
+
+
+def test_shared_prompt_logprobs_have_the_full_forward_gradient(tiny):
+    """group_logprobs reads each prompt once, yet its gradient is that of G full sequences."""
+    model, tokenizer, prompt_ids, prompt_mask = fast_path_inputs(tiny)
+    G = 3
+    tokens, _, mask = hf.sample_completions(model, prompt_ids, prompt_mask, G, 1.0, 8, tokenizer.eos_token_id,
+                                            tokenizer.pad_token_id, torch.Generator().manual_seed(1))
+    ids = torch.cat([prompt_ids.repeat_interleave(G, 0), tokens], 1)
+    attn = torch.cat([prompt_mask.repeat_interleave(G, 0), mask.long()], 1)
+    grads = []
+    for read in (lambda: hf.group_logprobs(model, prompt_ids, prompt_mask, tokens, 0.8),
+                 lambda: hf.completion_logprobs(model, ids, attn, prompt_ids.shape[1], 0.8)):
+        model.zero_grad()
+        logp, entropy = read()
+        ((logp + 0.1 * entropy) * mask).sum().backward()
+        grads.append(torch.cat([p.grad.flatten() for p in model.parameters()]))
+    assert grads[0].abs().max() > 0
+    assert torch.allclose(grads[0], grads[1], rtol=1e-4, atol=1e-6)
+
+
+def test_sampler_bad_input(tiny):
+    model, tokenizer, prompt_ids, prompt_mask = fast_path_inputs(tiny)
+    for args, message in (((prompt_ids, prompt_mask, 2, 0.0, 4), "temperature"),
+                          ((prompt_ids, prompt_mask, 2, float("nan"), 4), "temperature"),
+                          ((prompt_ids, prompt_mask[:, 1:], 2, 1.0, 4), "prompt ids and mask"),
+                          ((prompt_ids, prompt_mask, 0, 1.0, 4), "G >= 1"),
+                          ((prompt_ids, prompt_mask, 2, 1.0, 0), "max_new_tokens")):
+        with pytest.raises(ValueError, match=message):
+            hf.sample_completions(model, *args, eos_id=tokenizer.eos_token_id)
+    with pytest.raises(ValueError, match="tokens must be"):
+        hf.group_logprobs(model, prompt_ids, prompt_mask, torch.zeros(4, 5, dtype=torch.long), 1.0)

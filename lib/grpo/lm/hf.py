@@ -5,12 +5,19 @@ Command line (a real model needs the network once, to download it, and a GPU to 
     python -m grpo.lm.hf --model Qwen/Qwen2.5-0.5B-Instruct --gsm8k data/gsm8k
     python -m grpo.lm.hf --model Qwen/Qwen2.5-0.5B-Instruct --gsm8k hf --preset dapo
 
-One step (``grpo_step``): sample G completions per prompt with ``generate`` (pure sampling at the
-temperature: no top-k, no top-p), score them with the verifier, read the log-probs of pi_theta and
-of the frozen reference at that temperature, and take ``reuse`` Adam steps on
-``grpo.lm.grpo.grpo_loss``. pi_old is pi_theta before the first of those steps, so on the first
-pass it is ``logp.detach()`` and costs no forward pass (TRL does the same). Defaults follow
-DeepSeekMath (lr 1e-6, beta 0.04) with G = 16.
+One step (``grpo_step``): sample G completions per prompt (pure sampling at the temperature: no
+top-k, no top-p), score them with the verifier, read the log-probs of pi_theta and of the frozen
+reference at that temperature, and take ``reuse`` Adam steps on ``grpo.lm.grpo.grpo_loss``. pi_old
+is pi_theta before the first of those steps, so on the first pass it is ``logp.detach()`` and costs
+no forward pass (TRL does the same). Defaults follow DeepSeekMath (lr 1e-6, beta 0.04) with G = 16.
+
+The G completions of a prompt share it, so each pass reads each prompt once, not G times:
+``sample_completions`` is a KV-cache loop over the model (no ``generate``) that prefills each
+prompt once, copies its cache to the G rows, drops rows as they end, and returns the sampling
+log-probs; ``group_logprobs`` reads the completions the same way for the reference and the policy
+(gradients flow through the copied cache). They give ``generate``'s and one full forward pass's
+numbers (``sample_groups``, ``completion_logprobs``: kept as the check) at a fraction of the cost
+when prompts are long (bench/bench_grpo_math.py).
 
 ``trl_reward`` wraps the verifier as a reward function for TRL's ``GRPOTrainer``, the tool for
 runs that outgrow one machine. ``tiny_causal_lm`` builds a tiny random model and a character
@@ -97,6 +104,141 @@ def prompt_text(tokenizer, question: str) -> str:
     return f"Question: {question}\n{INSTRUCTION}\nAnswer:"
 
 
+def encode_prompts(tokenizer, questions, device="cpu"):
+    """Each question's prompt once, left-padded: ``(prompt_ids, prompt_mask)``, both (B, P)."""
+    tokenizer.padding_side = "left"
+    enc = tokenizer([prompt_text(tokenizer, q) for q in questions], return_tensors="pt", padding=True)
+    return enc.input_ids.to(device), enc.attention_mask.to(device)
+
+
+@torch.no_grad()
+def sample_completions(model, prompt_ids, prompt_mask, G: int, temperature: float, max_new_tokens: int,
+                       eos_id: int, pad_id: int = 0, generator=None):
+    """G completions of each prompt with a KV cache: ``tokens, logprobs, mask``, each (B*G, L).
+
+    Rows are prompt 0's G completions, then prompt 1's. Each prompt is read once and its cache
+    copied G times; a row leaves the batch at its ``eos_id``. ``logprobs`` is log pi(token) under
+    softmax(logits / temperature), the distribution sampled from (pure sampling: an exponential
+    race, argmax p / E with E ~ Exp(1)). ``mask`` is True up to and including the first eos; after
+    it tokens are ``pad_id`` and log-probs 0. L <= max_new_tokens is the longest completion.
+    """
+    from transformers import DynamicCache
+    if prompt_ids.ndim != 2 or prompt_ids.shape != prompt_mask.shape or G < 1 or max_new_tokens < 1:
+        raise ValueError(f"need (B, P) prompt ids and mask, G >= 1, max_new_tokens >= 1; got "
+                         f"{tuple(prompt_ids.shape)}, {tuple(prompt_mask.shape)}, G={G}, {max_new_tokens}")
+    if not (math.isfinite(temperature) and temperature > 0):
+        raise ValueError(f"temperature must be a finite number > 0, got {temperature!r}")
+    B, P = prompt_ids.shape
+    N, device = B * G, prompt_ids.device
+    cache = DynamicCache(config=model.config)
+    positions = (prompt_mask.cumsum(-1) - 1).clamp(min=0)                    # left padding
+    logits = model(input_ids=prompt_ids, attention_mask=prompt_mask, position_ids=positions,
+                   cache=cache, use_cache=True, logits_to_keep=1).logits[:, -1]
+    cache.batch_repeat_interleave(G)                                          # B rows -> B*G rows
+    logits = logits.repeat_interleave(G, 0)
+    attention = prompt_mask.repeat_interleave(G, 0)
+    next_position = positions[:, -1].repeat_interleave(G) + 1
+    tokens = torch.full((N, max_new_tokens), pad_id, dtype=torch.long, device=device)
+    logprobs = torch.zeros(N, max_new_tokens, device=device)
+    rows = torch.arange(N, device=device)                                     # the rows still running
+    for t in range(max_new_tokens):
+        logp = torch.log_softmax(logits.float() / temperature, dim=-1)
+        race = torch.empty_like(logp).exponential_(generator=generator)
+        tok = (logp.exp() / race).argmax(-1)
+        tokens[rows, t] = tok
+        logprobs[rows, t] = logp.gather(-1, tok[:, None])[:, 0]
+        running = tok != eos_id
+        if t == max_new_tokens - 1 or not running.any():
+            break
+        if not running.all():                                                 # finished rows leave
+            keep = running.nonzero()[:, 0]
+            cache.batch_select_indices(keep)
+            rows, tok, attention, next_position = rows[keep], tok[keep], attention[keep], next_position[keep]
+        attention = torch.cat([attention, attention.new_ones(len(rows), 1)], 1)
+        logits = model(input_ids=tok[:, None], attention_mask=attention, position_ids=next_position[:, None],
+                       cache=cache, use_cache=True).logits[:, -1]
+        next_position = next_position + 1
+    tokens, logprobs = tokens[:, :t + 1], logprobs[:, :t + 1]
+    is_eos = tokens == eos_id
+    mask = (is_eos.cumsum(1) - is_eos.long()) == 0                           # up to the first eos
+    return tokens.masked_fill(~mask, pad_id), logprobs.masked_fill(~mask, 0.0), mask
+
+
+def group_logprobs(model, prompt_ids, prompt_mask, tokens, temperature: float):
+    """Log-probs and entropies (B*G, L) of G completions per prompt, each prompt read once.
+
+    All but the last prompt token go through the model once per prompt (B rows); their keys and
+    values are copied to the G completions, which then run as (last prompt token, tokens[:, :-1]).
+    The same numbers as one forward pass over every full sequence (``completion_logprobs``), at a
+    fraction of the cost when prompts are long; differentiable, gradients flow through the copies.
+    """
+    from transformers import DynamicCache
+    B, P = prompt_ids.shape
+    G = tokens.shape[0] // B
+    if tokens.ndim != 2 or G * B != tokens.shape[0] or G < 1:
+        raise ValueError(f"tokens must be (B*G, L) for B = {B} prompts, got {tuple(tokens.shape)}")
+    keep = prompt_mask.any(0)                      # drop columns that are padding in every row
+    prompt_ids, prompt_mask = prompt_ids[:, keep], prompt_mask[:, keep]
+    P = prompt_ids.shape[1]
+    positions = (prompt_mask.cumsum(-1) - 1).clamp(min=0)
+    cache = None
+    if P > 1:
+        cache = DynamicCache(config=model.config)
+        model(input_ids=prompt_ids[:, :-1], attention_mask=prompt_mask[:, :-1],
+              position_ids=positions[:, :-1], cache=cache, use_cache=True, logits_to_keep=1)
+        cache.batch_repeat_interleave(G)
+    L = tokens.shape[1]
+    inputs = torch.cat([prompt_ids[:, -1:].repeat_interleave(G, 0), tokens[:, :-1]], 1)
+    attention = torch.cat([prompt_mask.repeat_interleave(G, 0), prompt_mask.new_ones(B * G, L - 1)], 1)
+    steps = positions[:, -1:].repeat_interleave(G, 0) + torch.arange(L, device=inputs.device)
+    logits = model(input_ids=inputs, attention_mask=attention, position_ids=steps, cache=cache,
+                   use_cache=cache is not None).logits
+    return logprobs_at_temperature(logits, tokens, temperature)
+
+
+def grpo_step(policy, ref, tokenizer, optimizer, questions, answers, cfg: HFConfig, verifier=None):
+    """Sample, score, and ``cfg.reuse`` Adam steps on GRPO's loss; returns the logged stats.
+
+    Sampling is ``sample_completions`` (a KV cache, each prompt read once); the reference and the
+    policy read the completions with ``group_logprobs`` (each prompt read once per pass).
+    """
+    verifier = verifier or default_verifier()
+    G = cfg.G
+    t0 = time.perf_counter()
+    policy.eval()
+    prompt_ids, prompt_mask = encode_prompts(tokenizer, questions, policy.device)
+    tokens, _, mask = sample_completions(policy, prompt_ids, prompt_mask, G, cfg.temperature,
+                                         cfg.max_new_tokens, tokenizer.eos_token_id, tokenizer.pad_token_id)
+    texts = tokenizer.batch_decode(tokens, skip_special_tokens=True)     # pads after the eos drop out
+    answers_per_completion = [a for a in answers for _ in range(G)]
+    rewards = torch.tensor([verifier(t, a) for t, a in zip(texts, answers_per_completion)],
+                           dtype=torch.float32, device=tokens.device).reshape(len(questions), G)
+    t1 = time.perf_counter()
+
+    def logprobs(model, rows):                     # rows: a slice of whole groups
+        groups = slice(rows.start // G, rows.stop // G)
+        return group_logprobs(model, prompt_ids[groups], prompt_mask[groups], tokens[rows], cfg.temperature)
+
+    chunks = [slice(i, i + G * cfg.chunk_groups) for i in range(0, len(tokens), G * cfg.chunk_groups)]
+    logp_ref = None
+    if cfg.beta > 0:
+        with torch.inference_mode():
+            logp_ref = torch.cat([logprobs(ref, c)[0] for c in chunks])
+        logp_ref = logp_ref.clone()                # a plain tensor again, usable next to autograd
+    t2 = time.perf_counter()
+    policy.train()
+    stats = grpo_update(lambda rows: logprobs(policy, rows), optimizer, mask, rewards, logp_ref=logp_ref,
+                        reuse=cfg.reuse, chunk_groups=cfg.chunk_groups, advantage=cfg.advantage,
+                        clip=cfg.clip, eps_low=cfg.eps_low, eps_high=cfg.eps_high, beta=cfg.beta,
+                        kl_ratio=cfg.kl_ratio, aggregation=cfg.aggregation, max_tokens=cfg.max_new_tokens)
+    t3 = time.perf_counter()
+    return {**stats, "sample_s": t1 - t0, "ref_s": t2 - t1, "update_s": t3 - t2,
+            "sampled_tokens": int(mask.sum())}
+
+
+# ----------------------------------------------------------------------------- the generate() path
+# The plain way, kept as the check on the fast path (tests/test_lm_hf.py).
+
 def completion_logprobs(model, ids, attention_mask, n_prompt: int, temperature: float):
     """Log-probs and entropies of the tokens after the first ``n_prompt`` columns, at temperature."""
     position_ids = (attention_mask.cumsum(-1) - 1).clamp(min=0)         # left padding
@@ -126,37 +268,6 @@ def sample_groups(policy, tokenizer, questions, G: int, temperature: float, max_
     texts = tokenizer.batch_decode(completion.masked_fill(after_eos, tokenizer.pad_token_id),
                                    skip_special_tokens=True)
     return ids, attention_mask, completion_mask, n_prompt, texts
-
-
-def grpo_step(policy, ref, tokenizer, optimizer, questions, answers, cfg: HFConfig, verifier=None):
-    """Sample, score, and ``cfg.reuse`` Adam steps on GRPO's loss; returns the logged stats."""
-    verifier = verifier or default_verifier()
-    t0 = time.perf_counter()
-    policy.eval()
-    ids, attn, mask, n_prompt, texts = sample_groups(policy, tokenizer, questions, cfg.G,
-                                                     cfg.temperature, cfg.max_new_tokens)
-    answers_per_completion = [a for a in answers for _ in range(cfg.G)]
-    rewards = torch.tensor([verifier(t, a) for t, a in zip(texts, answers_per_completion)],
-                           dtype=torch.float32, device=ids.device).reshape(len(questions), cfg.G)
-    t1 = time.perf_counter()
-    chunks = [slice(i, i + cfg.G * cfg.chunk_groups) for i in range(0, len(ids), cfg.G * cfg.chunk_groups)]
-    logp_ref = None
-    if cfg.beta > 0:
-        with torch.no_grad():
-            logp_ref = torch.cat([completion_logprobs(ref, ids[c], attn[c], n_prompt, cfg.temperature)[0]
-                                  for c in chunks])
-    t2 = time.perf_counter()
-    policy.train()
-    stats = grpo_update(lambda rows: completion_logprobs(policy, ids[rows], attn[rows], n_prompt,
-                                                         cfg.temperature),
-                        optimizer, mask, rewards, logp_ref=logp_ref, reuse=cfg.reuse,
-                        chunk_groups=cfg.chunk_groups, advantage=cfg.advantage, clip=cfg.clip,
-                        eps_low=cfg.eps_low, eps_high=cfg.eps_high, beta=cfg.beta,
-                        kl_ratio=cfg.kl_ratio, aggregation=cfg.aggregation,
-                        max_tokens=cfg.max_new_tokens)
-    t3 = time.perf_counter()
-    return {**stats, "sample_s": t1 - t0, "ref_s": t2 - t1, "update_s": t3 - t2,
-            "sampled_tokens": int(mask.sum())}
 
 
 # ----------------------------------------------------------------------------- the command line

@@ -98,19 +98,39 @@ def time_small_gpt(rows):
 
 
 def time_trl(model_dir, rows, out_dir):
+    """TRL's steps: each ``{"step_s", "sample_s", "ref_s", "update_s"}``, and its log history.
+
+    The split wraps two of its methods: ``_generate`` (sampling) and
+    ``_generate_and_score_completions`` (sampling, rewards, the reference's log-probs); the rest
+    of the step is the update (the policy's forward, backward and Adam step).
+    """
     import trl
     from transformers import AutoTokenizer, TrainerCallback
     from transformers.trainer_callback import PrinterCallback
 
     class StepTimer(TrainerCallback):
         def __init__(self):
-            self.times = []
+            self.steps, self.inside = [], {}
 
         def on_step_begin(self, args, state, control, **kwargs):
+            self.inside = {"_generate": 0.0, "_generate_and_score_completions": 0.0}
             self.start = time.perf_counter()
 
         def on_step_end(self, args, state, control, **kwargs):
-            self.times.append(time.perf_counter() - self.start)
+            step = time.perf_counter() - self.start
+            sample, scored = self.inside["_generate"], self.inside["_generate_and_score_completions"]
+            self.steps.append({"step_s": step, "sample_s": sample, "ref_s": scored - sample,
+                               "update_s": step - scored})
+
+        def wrap(self, trainer, name):
+            method = getattr(trainer, name)
+
+            def timed(*args, **kwargs):
+                start = time.perf_counter()
+                out = method(*args, **kwargs)
+                self.inside[name] += time.perf_counter() - start
+                return out
+            setattr(trainer, name, timed)
 
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     dataset = hf.trl_dataset(rows, tokenizer)
@@ -124,8 +144,10 @@ def time_trl(model_dir, rows, out_dir):
     trainer = trl.GRPOTrainer(model=str(model_dir), reward_funcs=hf.trl_reward(), args=args,
                               train_dataset=dataset, processing_class=tokenizer, callbacks=[timer])
     trainer.remove_callback(PrinterCallback)                  # no per-step log dicts on stdout
+    for name in ("_generate", "_generate_and_score_completions"):
+        timer.wrap(trainer, name)
     trainer.train()
-    return timer.times[1:], trainer.state.log_history
+    return timer.steps[1:], trainer.state.log_history
 
 
 def main():
@@ -140,16 +162,17 @@ def main():
         tokenizer.save_pretrained(tmp)
         n_params = sum(p.numel() for p in model.parameters())
         prompt_lengths = hf.encode_prompts(tokenizer, [r["question"] for r in rows])[1].sum(1).tolist()
-        ours, trl_times, trl_log, small = [], [], [], []
+        ours, trl_steps, trl_log, small = [], [], [], []
         for round_ in range(2):
             ours += time_ours(tmp, rows)
-            times, log = time_trl(tmp, rows, Path(tmp) / f"trl{round_}")
-            trl_times += times
+            steps, log = time_trl(tmp, rows, Path(tmp) / f"trl{round_}")
+            trl_steps += steps
             trl_log += log[1:-1]                            # the timed steps' logs
             steps, small_params = time_small_gpt(rows)
             small += steps
     fastest = min(ours, key=lambda s: s["step_s"])
-    ours_step, trl_step = fastest["step_s"], min(trl_times)
+    trl_fastest = min(trl_steps, key=lambda s: s["step_s"])
+    ours_step, trl_step = fastest["step_s"], trl_fastest["step_s"]
     small_fastest = min(small, key=lambda s: s["step_s"])
     split = ("sample_s", "ref_s", "update_s")
     result = {
@@ -158,6 +181,7 @@ def main():
         "ours_sample_tokens_per_s": round(max(s["sampled_tokens"] / s["sample_s"] for s in ours)),
         "speedup_ours_vs_trl": round(trl_step / ours_step, 2),
         "ours_split_s": {k: round(fastest[k], 3) for k in split},
+        "trl_split_s": {k: round(trl_fastest[k], 3) for k in split},   # ref_s holds its reward scoring too
         "ours_trainer": "grpo.lm.hf.grpo_step: sample_completions (KV cache, each prompt prefilled once, "
                         "finished rows dropped), group_logprobs (each prompt read once per pass) for "
                         "the reference (inference_mode) and the policy (one forward/backward)",
@@ -175,7 +199,7 @@ def main():
         "ours_small_gpt_sample_tokens_per_s": round(max(s["sampled_tokens"] / s["sample_s"] for s in small)),
         "ours_small_gpt_model": f"chapter 7's SFT GPT, {small_params} parameters (grpo.lm.train.load_sft), "
                                 "sampled with grpo.lm.model.sample",
-        "steps_timed": {"ours": len(ours), "trl": len(trl_times), "ours_small_gpt": len(small)},
+        "steps_timed": {"ours": len(ours), "trl": len(trl_steps), "ours_small_gpt": len(small)},
         "versions": {"torch": torch.__version__, "transformers": transformers.__version__,
                      "trl": trl.__version__},
         "threads": torch.get_num_threads(),

@@ -15,9 +15,9 @@ The G completions of a prompt share it, so each pass reads each prompt once, not
 ``sample_completions`` is a KV-cache loop over the model (no ``generate``) that prefills each
 prompt once, copies its cache to the G rows, drops rows as they end, and returns the sampling
 log-probs; ``group_logprobs`` reads the completions the same way for the reference and the policy
-(gradients flow through the copied cache). They give ``generate``'s and one full forward pass's
-numbers (``sample_groups``, ``completion_logprobs``: kept as the check) at a fraction of the cost
-when prompts are long (bench/bench_grpo_math.py).
+(gradients flow through the copied cache). Their log-probs are those of one forward pass over the
+full sequences (``completion_logprobs``, kept as the check with ``sample_groups``, which samples
+with ``generate``), at a fraction of the cost when prompts are long (bench/bench_grpo_math.py).
 
 ``trl_reward`` wraps the verifier as a reward function for TRL's ``GRPOTrainer``, the tool for
 runs that outgrow one machine. ``tiny_causal_lm`` builds a tiny random model and a character

@@ -7,10 +7,12 @@ random Qwen2 (about 0.6M parameters, character tokenizer) built locally by
 about three times as long as its completions (it samples end-of-sequence now and then), so reading
 each prompt once per group, as ours does, is much of our lead (``prompt_tokens`` in the JSON).
 TRL runs with gradient checkpointing off (its default, on, recomputes the forward pass in the
-backward: a memory saving this model does not need). Each trainer takes 1 warm-up step, then 3
-timed steps, in 2 alternating rounds (ours, TRL, ours, TRL); the fastest step of each is
-reported, the estimate least inflated by other work on a shared machine (the load average is
-recorded too).
+backward: a memory saving this model does not need) and in fp32 like ours: its default bf16=True
+turns on CPU bf16 autocast, which runs its forward passes in bf16, other arithmetic than ours.
+That default is timed too, as a second TRL row (``trl_bf16_autocast_*``). Each trainer takes 1
+warm-up step, then 3 timed steps, in 2 alternating rounds (ours, TRL, TRL bf16, small GPT, twice);
+the fastest step of each is reported, the estimate least inflated by other work on a shared machine
+(the load average is recorded too).
 
 A third row times chapter 7's own small GPT (``grpo.lm.train.load_sft``) with its own sampler at
 the same batch shape: ``grpo.lm.model.sample`` -> ``join`` -> ``token_logprobs`` (reference) ->
@@ -97,8 +99,11 @@ def time_small_gpt(rows):
     return steps, policy.n_params
 
 
-def time_trl(model_dir, rows, out_dir):
+def time_trl(model_dir, rows, out_dir, bf16):
     """TRL's steps: each ``{"step_s", "sample_s", "ref_s", "update_s"}``, and its log history.
+
+    ``bf16``: TRL's default, True, runs the policy's and the reference's forward passes under CPU
+    bf16 autocast (fp32 weights, bf16 matmuls); False keeps fp32, as ours.
 
     The split wraps two of its methods: ``_generate`` (sampling) and
     ``_generate_and_score_completions`` (sampling, rewards, the reference's log-probs); the rest
@@ -139,7 +144,7 @@ def time_trl(model_dir, rows, out_dir):
                           learning_rate=1e-6, beta=0.04, loss_type="grpo", temperature=1.0, top_k=0,
                           top_p=1.0, report_to="none", use_cpu=True, save_strategy="no",
                           gradient_checkpointing=False,    # TRL's default True recomputes the forward
-                          logging_steps=1, seed=0, disable_tqdm=True)
+                          bf16=bf16, logging_steps=1, seed=0, disable_tqdm=True)
     timer = StepTimer()
     trainer = trl.GRPOTrainer(model=str(model_dir), reward_funcs=hf.trl_reward(), args=args,
                               train_dataset=dataset, processing_class=tokenizer, callbacks=[timer])
@@ -162,17 +167,19 @@ def main():
         tokenizer.save_pretrained(tmp)
         n_params = sum(p.numel() for p in model.parameters())
         prompt_lengths = hf.encode_prompts(tokenizer, [r["question"] for r in rows])[1].sum(1).tolist()
-        ours, trl_steps, trl_log, small = [], [], [], []
+        ours, trl_steps, trl_log, trl_bf16, small = [], [], [], [], []
         for round_ in range(2):
             ours += time_ours(tmp, rows)
-            steps, log = time_trl(tmp, rows, Path(tmp) / f"trl{round_}")
+            steps, log = time_trl(tmp, rows, Path(tmp) / f"trl{round_}", bf16=False)
             trl_steps += steps
             trl_log += log[1:-1]                            # the timed steps' logs
+            trl_bf16 += time_trl(tmp, rows, Path(tmp) / f"trl_bf16{round_}", bf16=True)[0]
             steps, small_params = time_small_gpt(rows)
             small += steps
     fastest = min(ours, key=lambda s: s["step_s"])
     trl_fastest = min(trl_steps, key=lambda s: s["step_s"])
     ours_step, trl_step = fastest["step_s"], trl_fastest["step_s"]
+    bf16_fastest = min(trl_bf16, key=lambda s: s["step_s"])
     small_fastest = min(small, key=lambda s: s["step_s"])
     split = ("sample_s", "ref_s", "update_s")
     result = {
@@ -182,11 +189,16 @@ def main():
         "speedup_ours_vs_trl": round(trl_step / ours_step, 2),
         "ours_split_s": {k: round(fastest[k], 3) for k in split},
         "trl_split_s": {k: round(trl_fastest[k], 3) for k in split},   # ref_s holds its reward scoring too
+        "trl_bf16_autocast_step_s": round(bf16_fastest["step_s"], 3),
+        "trl_bf16_autocast_split_s": {k: round(bf16_fastest[k], 3) for k in split},
+        "speedup_ours_vs_trl_bf16_autocast": round(bf16_fastest["step_s"] / ours_step, 2),
         "ours_trainer": "grpo.lm.hf.grpo_step: sample_completions (KV cache, each prompt prefilled once, "
                         "finished rows dropped), group_logprobs (each prompt read once per pass) for "
                         "the reference (inference_mode) and the policy (one forward/backward)",
-        "trl_config": "GRPOTrainer defaults but gradient_checkpointing=False; per_device_train_batch_size "
-                      "64, num_generations 8, loss_type grpo, top_k 0, top_p 1",
+        "trl_config": "GRPOTrainer defaults but gradient_checkpointing=False and bf16=False (fp32, as "
+                      "ours); per_device_train_batch_size 64, num_generations 8, loss_type grpo, top_k 0, "
+                      "top_p 1. trl_bf16_autocast_*: the same with TRL's default bf16=True (CPU autocast: "
+                      "its forward passes in bf16, not the same arithmetic as ours)",
         "model": f"tiny random Qwen2, {n_params} parameters, character tokenizer",
         "batch": f"{PROMPTS} prompts x {G} samples, {NEW_TOKENS} new tokens, beta 0.04, 1 Adam step",
         "prompt_tokens": {"min": min(prompt_lengths), "max": max(prompt_lengths)},
@@ -199,7 +211,8 @@ def main():
         "ours_small_gpt_sample_tokens_per_s": round(max(s["sampled_tokens"] / s["sample_s"] for s in small)),
         "ours_small_gpt_model": f"chapter 7's SFT GPT, {small_params} parameters (grpo.lm.train.load_sft), "
                                 "sampled with grpo.lm.model.sample",
-        "steps_timed": {"ours": len(ours), "trl": len(trl_steps), "ours_small_gpt": len(small)},
+        "steps_timed": {"ours": len(ours), "trl": len(trl_steps), "trl_bf16_autocast": len(trl_bf16),
+                        "ours_small_gpt": len(small)},
         "versions": {"torch": torch.__version__, "transformers": transformers.__version__,
                      "trl": trl.__version__},
         "threads": torch.get_num_threads(),

@@ -173,7 +173,7 @@ def group_logprobs(model, prompt_ids, prompt_mask, tokens, temperature: float):
     fraction of the cost when prompts are long; differentiable, gradients flow through the copies.
     """
     from transformers import DynamicCache
-    B, P = prompt_ids.shape
+    B = prompt_ids.shape[0]
     G = tokens.shape[0] // B
     if tokens.ndim != 2 or G * B != tokens.shape[0] or G < 1:
         raise ValueError(f"tokens must be (B*G, L) for B = {B} prompts, got {tuple(tokens.shape)}")

@@ -149,7 +149,7 @@ def grpo_loss(logp, logp_old, logp_ref, mask, rewards, *, advantage: str = "zsco
 
 
 def grpo_update(logprobs, optimizer, mask, rewards, logp_old=None, logp_ref=None, reuse: int = 1,
-                chunk_groups: int | None = None, **options):
+                chunk_groups: int | None = None, max_grad_norm: float | None = None, **options):
     """``reuse`` optimizer steps (K) of ``grpo_loss`` on one sampled batch; the last step's stats.
 
     ``logprobs(rows)`` recomputes pi_theta's token log-probs (with grad) at the sampling temperature
@@ -159,7 +159,8 @@ def grpo_update(logprobs, optimizer, mask, rewards, logp_old=None, logp_ref=None
     policy, and no extra forward pass. Every pass keeps that pi_old, so from the second pass on the
     ratio moves away from 1 and the clip can engage. ``chunk_groups`` (default: all) groups go
     through each forward/backward, and the gradients add up to exactly the whole batch's: a large
-    vocabulary's logits then fit in memory.
+    vocabulary's logits then fit in memory. ``max_grad_norm`` clips the gradient's global norm
+    before each step (TRL's default is 1.0).
     """
     B, G = _check_rewards(rewards).shape
     N = B * G
@@ -167,6 +168,9 @@ def grpo_update(logprobs, optimizer, mask, rewards, logp_old=None, logp_ref=None
         raise ValueError(f"reuse must be an int >= 1, got {reuse!r}")
     if chunk_groups is not None and not (isinstance(chunk_groups, int) and chunk_groups >= 1):
         raise ValueError(f"chunk_groups must be an int >= 1 or None, got {chunk_groups!r}")
+    if max_grad_norm is not None and not max_grad_norm > 0:
+        raise ValueError(f"max_grad_norm must be > 0 or None, got {max_grad_norm!r}")
+    params = [p for group in optimizer.param_groups for p in group["params"]]
     step = G * (chunk_groups or B)
     chunks = [slice(i, min(i + step, N)) for i in range(0, N, step)]
     old = [None if logp_old is None else logp_old[c] for c in chunks]
@@ -190,6 +194,8 @@ def grpo_update(logprobs, optimizer, mask, rewards, logp_old=None, logp_ref=None
                        "entropy_mean": by_tokens}                 # the rest: per completion
             for key, value in {"loss": loss.item(), **stats}.items():
                 total[key] = total.get(key, 0.0) + weights.get(key, by_rows) * value
+        if max_grad_norm is not None:
+            total["grad_norm"] = float(torch.nn.utils.clip_grad_norm_(params, max_grad_norm))
         optimizer.step()
     return total
 

@@ -1,0 +1,107 @@
+"""Chapter 8's GRPO loop on the small GPT (lib/grpo/lm/rl.py)."""
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from grpo.lm.data import make_splits
+from grpo.lm.model import GPT, GPTConfig
+from grpo.lm.rl import RunConfig, evaluate, pass_at_k, score, train_grpo
+from grpo.lm.tokenizer import Tokenizer
+from grpo.lm.train import SFTConfig, sft
+
+TINY = dict(iterations=2, prompts=3, G=4, max_new_tokens=12, eval_every=1, eval_problems=4,
+            eval_samples=2, warmup=1)
+
+
+@pytest.fixture(scope="module")
+def setup():
+    train, test = make_splits(300, 10, seed=0)
+    tok = Tokenizer.train([p["question"] + "\n" + p["answer"] for p in train], 300)
+    return train, test, tok
+
+
+def tiny_model(tok, seed=0, sft_steps=0, train=None):
+    """A 1-layer GPT; ``sft_steps`` of SFT make it end its answers (an untrained one seldom does)."""
+    torch.manual_seed(seed)
+    model = GPT(GPTConfig(vocab_size=tok.vocab_size, n_layer=1, n_head=2, d_model=32, max_len=192))
+    if sft_steps:
+        sft(model, tok, train, train[:2], SFTConfig(steps=sft_steps, batch_size=16, lr=1e-2, warmup=2,
+                                                    eval_every=10_000))
+    return model.eval()
+
+
+def test_pass_at_k_matches_hand_counts():
+    correct = np.array([[1, 0, 0, 0], [0, 0, 0, 0], [1, 1, 1, 1]])
+    assert pass_at_k(correct, 1) == pytest.approx(correct.mean())
+    assert pass_at_k(correct, 4) == pytest.approx(2 / 3)                      # any right of all 4
+    # problem 0: 1 of 4 right; P(a pair of 4 holds it) = 1 - C(3,2)/C(4,2) = 1/2
+    assert pass_at_k(correct, 2) == pytest.approx((0.5 + 0 + 1) / 3)
+    with pytest.raises(ValueError, match="k"):
+        pass_at_k(correct, 5)
+
+
+def test_score_verifier_and_short():
+    p = {"answer": "2+2=<<2+2=4>>4\n#### 4"}
+    assert score(p, "so #### 4") == 1.0 and score(p, "#### 5") == 0.0
+    assert score(p, "anything", "short", max_new_tokens=10, length=3) == pytest.approx(0.7)
+
+
+@pytest.mark.parametrize("bad, match", [(dict(G=1), "G >= 2"), (dict(lr=0.0), "lr"),
+                                        (dict(lr=float("nan")), "lr"), (dict(reuse=0), ">= 1"),
+                                        (dict(advantage="median"), "advantage"),
+                                        (dict(reward="long"), "reward")])
+def test_bad_config_is_a_clear_error(setup, bad, match):
+    train, test, tok = setup
+    with pytest.raises(ValueError, match=match):
+        train_grpo(tiny_model(tok), tok, train, test, RunConfig(**{**TINY, **bad}))
+
+
+def test_a_run_is_finite_logged_and_deterministic(setup):
+    train, test, tok = setup
+    outs = [train_grpo(tiny_model(tok), tok, train, test, RunConfig(**TINY, beta=0.04)) for _ in range(2)]
+    log = outs[0]["log"]
+    assert log["iteration"] == [1, 2] and outs[0]["evals"]["iteration"] == [0, 1, 2]
+    for key in ("reward_mean", "degenerate_fraction", "entropy_mean", "kl_mean", "clip_fraction",
+                "completion_length_mean"):
+        assert len(log[key]) == 2 and all(math.isfinite(v) for v in log[key]), key
+    assert log["kl_mean"][0] == pytest.approx(0.0, abs=1e-6)       # policy == reference before step 1
+    for k, v in outs[0]["state"].items():
+        assert torch.equal(v, outs[1]["state"][k]), k
+    assert outs[0]["state"] != {}
+
+
+def test_the_update_moves_the_weights_and_beta0_skips_the_reference(setup):
+    train, test, tok = setup
+    model = tiny_model(tok, sft_steps=40, train=train)
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    out = train_grpo(model, tok, train, test, RunConfig(**{**TINY, "reward": "short"}, beta=0.0))
+    assert math.isnan(out["log"]["kl_mean"][0])                    # no reference read at beta = 0
+    assert any(not torch.equal(before[k], v) for k, v in model.state_dict().items())
+
+
+def test_the_length_reward_is_learned(setup):
+    """The sanity check of chapter 8 in miniature: 'shorter scores more' is learnable fast."""
+    train, test, tok = setup
+    cfg = RunConfig(**{**TINY, "iterations": 25, "eval_every": 100, "prompts": 4, "G": 8,
+                       "max_new_tokens": 24}, reward="short", beta=0.0, lr=3e-3, temperature=1.0)
+    log = train_grpo(tiny_model(tok, 1, sft_steps=40, train=train), tok, train, test, cfg)["log"]
+    first, last = np.mean(log["reward_mean"][:5]), np.mean(log["reward_mean"][-5:])
+    assert last > first + 0.1, (first, last)
+
+
+def test_dynamic_sampling_with_no_informative_group_still_steps(setup):
+    """An untrained model gets every answer wrong: all groups are degenerate, every draw; the batch
+    then has zero advantage everywhere, and the loop logs that instead of failing."""
+    train, test, tok = setup
+    cfg = RunConfig(**{**TINY, "iterations": 1}, beta=0.0, dynamic_sampling=True)
+    log = train_grpo(tiny_model(tok), tok, train, test, cfg)["log"]
+    assert log["degenerate_fraction"] == [1.0] and log["reward_mean"] == [0.0]
+
+
+def test_evaluate_reports_greedy_and_sampled(setup):
+    train, test, tok = setup
+    e = evaluate(tiny_model(tok), tok, test[:3], samples=2, seed=0)
+    assert set(e) == {"greedy", "sampled"} and all(0.0 <= v <= 1.0 for v in e.values())
+    assert e == evaluate(tiny_model(tok), tok, test[:3], samples=2, seed=0)

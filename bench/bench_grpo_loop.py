@@ -1,0 +1,90 @@
+"""Where chapter 8's compute goes: one GRPO iteration split into sampling, the reference forward
+pass and the update, against one SFT step; and how the split moves with G and model size.
+
+All CPU seconds (time.process_time), one torch thread, fastest of 3 repetitions. Writes
+data/bench/08_grpo_loop.json (`make bench`), which chapter 8 reads to size its continued-SFT control
+(the same CPU time as one GRPO run) and to draw the compute split.
+"""
+import json
+import os
+import time
+from pathlib import Path
+
+import torch
+
+from grpo.lm.data import make_splits
+from grpo.lm.model import GPT, GPTConfig, sample
+from grpo.lm.rl import RunConfig, train_grpo
+from grpo.lm.train import SFTConfig, load_sft, sft
+
+OUT = Path(__file__).resolve().parents[1] / "data" / "bench" / "08_grpo_loop.json"
+REPEATS = 3
+torch.set_num_threads(1)
+
+
+def cpu(fn):
+    best = float("inf")
+    for _ in range(REPEATS):
+        t = time.process_time()
+        fn()
+        best = min(best, time.process_time() - t)
+    return best
+
+
+def grpo_iteration(model, tok, train, test, **kw):
+    """CPU seconds of sampling / reference / update in one iteration of the real loop (fastest of 3)."""
+    cfg = RunConfig(iterations=REPEATS, eval_every=10_000, eval_problems=1, eval_samples=1, **kw)
+    log = train_grpo(model, tok, train, test, cfg)["log"]
+    return {k: round(min(log[k]), 3) for k in ("sample_s", "ref_s", "update_s")}
+
+
+def shape_split(cfg, rows=256, prompt=30, new=50):
+    """The same three costs on a fixed shape (every row writes ``new`` tokens), for any model."""
+    torch.manual_seed(0)
+    model = GPT(cfg).eval()
+    prompts = torch.randint(2, cfg.vocab_size, (rows, prompt)).tolist()
+    ids = torch.randint(2, cfg.vocab_size, (rows, prompt + new))
+    opt = torch.optim.Adam(model.parameters(), lr=1e-6)
+
+    def update():
+        loss = torch.log_softmax(model(ids[:, :-1]), -1).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+
+    with torch.no_grad():
+        out = {"sample_s": cpu(lambda: sample(model, prompts, 1, new, 0.7, eos_id=-1)),
+               "ref_s": cpu(lambda: model(ids[:, :-1]))}
+    out["update_s"] = cpu(update)
+    out["n_params"] = sum(p.numel() for p in model.parameters())
+    return {k: round(v, 3) if isinstance(v, float) else v for k, v in out.items()}
+
+
+def main():
+    model, tok = load_sft()
+    train, test = make_splits(n_train=20_000, n_test=500, seed=0, step_weights=(0.3, 0.35, 0.25, 0.1))
+    result = {"threads": 1, "repeats": REPEATS, "load_average_before": round(os.getloadavg()[0], 2),
+              "torch": torch.__version__}
+    # one iteration of chapter 8's main run (32 prompts x 8, beta 0.04), and G at 32 prompts
+    result["grpo_iteration_cpu_s"] = grpo_iteration(load_sft()[0], tok, train, test)
+    result["grpo_iteration_by_G"] = {G: grpo_iteration(load_sft()[0], tok, train, test, G=G)
+                                     for G in (4, 8, 16)}
+    # one step of chapter 7's SFT (batch 32), the continued-SFT control's unit of work
+    cfg = SFTConfig(steps=20, batch_size=32, lr=1e-4, warmup=1, eval_every=10_000, eval_problems=1)
+    t = time.process_time()
+    sft(model, tok, train, test, cfg)
+    result["sft_step_cpu_s"] = round((time.process_time() - t) / cfg.steps, 4)
+    # the split on a fixed shape (256 rows, 50 new tokens) for chapter 7's model and a larger one
+    base = model.cfg
+    result["split_by_model"] = {
+        "chapter 7": shape_split(base),
+        "2x deeper and 2x wider": shape_split(GPTConfig(vocab_size=base.vocab_size, n_layer=8, n_head=8,
+                                                        d_model=256, max_len=base.max_len)),
+    }
+    OUT.parent.mkdir(parents=True, exist_ok=True)
+    OUT.write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
+    print(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -330,6 +330,22 @@ def test_grpo_update_reuses_pi_old_so_the_clip_engages_on_later_passes():
         grpo_update(logprobs, torch.optim.Adam([logits]), mask, rewards, chunk_groups=0)
 
 
+def test_grpo_update_clips_the_gradient_norm_before_the_step():
+    logits, logprobs, mask, rewards = toy_policy()
+    start = logits.detach().clone()
+    free = grpo_update(logprobs, torch.optim.SGD([logits], lr=1.0), mask, rewards, beta=0.0)
+    step_free = logits.detach() - start
+    logits, logprobs, mask, rewards = toy_policy()
+    clipped = grpo_update(logprobs, torch.optim.SGD([logits], lr=1.0), mask, rewards, beta=0.0,
+                          max_grad_norm=1e-3)
+    step_clipped = logits.detach() - start
+    assert "grad_norm" not in free and clipped["grad_norm"] > 1e-3      # the norm before clipping
+    assert step_clipped.norm().item() == pytest.approx(1e-3, rel=1e-4)  # SGD: the step is the gradient
+    assert torch.allclose(step_clipped / step_clipped.norm(), step_free / step_free.norm(), atol=1e-12)
+    with pytest.raises(ValueError, match="max_grad_norm"):
+        grpo_update(logprobs, torch.optim.SGD([logits], lr=1.0), mask, rewards, max_grad_norm=0.0)
+
+
 # ---------------------------------------------------------------------------------------------
 # DAPO's dynamic sampling
 

@@ -62,12 +62,17 @@ def ensure_sb3():
                                "--disable-pip-version-check", "stable-baselines3==2.9.2"])
 
 
-def sb3_ppo():
+def sb3_ppo_model(seed: int = 0):
+    """SB3 PPO with rl-zoo's LunarLander hyperparameters (the same as ``lander.ActorCriticConfig``)."""
     from stable_baselines3 import PPO
     from stable_baselines3.common.env_util import make_vec_env
-    env = make_vec_env(lander.ENV_ID, n_envs=16, seed=0, env_kwargs={"render_mode": None})
-    model = PPO("MlpPolicy", env, n_steps=1024, batch_size=64, n_epochs=4, gamma=0.999, gae_lambda=0.98,
-                ent_coef=0.01, seed=0, device="cpu", verbose=0)
+    env = make_vec_env(lander.ENV_ID, n_envs=16, seed=seed, env_kwargs={"render_mode": None})
+    return PPO("MlpPolicy", env, n_steps=1024, batch_size=64, n_epochs=4, gamma=0.999, gae_lambda=0.98,
+               ent_coef=0.01, seed=seed, device="cpu", verbose=0)
+
+
+def sb3_ppo():
+    model = sb3_ppo_model(0)
     model.learn(total_timesteps=STEPS)
     return model.num_timesteps
 

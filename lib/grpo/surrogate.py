@@ -42,11 +42,12 @@ def _check_surrogate_args(logp, logp_old, adv, eps_low, eps_high):
 
 
 def _all_finite(x: torch.Tensor) -> bool:
-    """``torch.isfinite(x).all()`` in one reduction: max |x| is NaN or inf iff some entry is (torch's
-    max propagates NaN). ~3x faster on the small tensors of a minibatch step."""
-    if x.numel() == 0 or not (x.is_floating_point() or x.is_complex()):
-        return True
-    return bool(torch.isfinite(x.abs().max()))
+    """``torch.isfinite(x).all()``, usually in one reduction: a finite sum proves every entry finite
+    (NaN or inf anywhere makes the sum NaN or inf); only a non-finite sum (a bad entry, or an
+    overflow of finite ones) takes the elementwise check."""
+    if x.is_complex():
+        return bool(torch.isfinite(x).all())
+    return math.isfinite(x.sum()) or bool(torch.isfinite(x).all())
 
 
 def clipped_surrogate(logp, logp_old, adv, eps_low: float = 0.2, eps_high: float | None = None):

@@ -92,7 +92,8 @@ def main():
     torch.set_num_threads(1)
     ensure_sb3()
     import stable_baselines3
-    print(f"load average before: {os.getloadavg()[0]:.2f} (2 cores); seeds {SEEDS} x {STEPS} env steps")
+    load_start = round(os.getloadavg()[0], 2)
+    print(f"load average at the start: {load_start:.2f} (2 cores); seeds {SEEDS} x {STEPS} env steps")
     runs = {"sb3_ppo": [], "ours_ppo": []}
     for seed in SEEDS:
         for name, fn in (("sb3_ppo", sb3), ("ours_ppo", ours)):
@@ -105,7 +106,7 @@ def main():
     out = {"seeds": SEEDS, "env_step_budget": STEPS, "eval_every_env_steps": EVAL_EVERY,
            "val_episodes": VAL_EPISODES, "test_seed_range": [TEST_SEEDS.start, TEST_SEEDS.stop],
            "sb3_version": stable_baselines3.__version__,
-           "load_average_before": round(os.getloadavg()[0], 2),
+           "load_average_start": load_start, "load_average_end": round(os.getloadavg()[0], 2),
            "note": "returns are means over the 50 held-out test seeds, argmax (det) or sampled action; "
                    "best = checkpoint chosen on 16 validation seeds every 50k steps, final = last policy"}
     for name, rs in runs.items():

@@ -62,12 +62,17 @@ def ensure_sb3():
                                "--disable-pip-version-check", "stable-baselines3==2.9.2"])
 
 
-def sb3_ppo():
+def sb3_ppo_model(seed: int = 0):
+    """SB3 PPO with rl-zoo's LunarLander hyperparameters (the same as ``lander.ActorCriticConfig``)."""
     from stable_baselines3 import PPO
     from stable_baselines3.common.env_util import make_vec_env
-    env = make_vec_env(lander.ENV_ID, n_envs=16, seed=0, env_kwargs={"render_mode": None})
-    model = PPO("MlpPolicy", env, n_steps=1024, batch_size=64, n_epochs=4, gamma=0.999, gae_lambda=0.98,
-                ent_coef=0.01, seed=0, device="cpu", verbose=0)
+    env = make_vec_env(lander.ENV_ID, n_envs=16, seed=seed, env_kwargs={"render_mode": None})
+    return PPO("MlpPolicy", env, n_steps=1024, batch_size=64, n_epochs=4, gamma=0.999, gae_lambda=0.98,
+               ent_coef=0.01, seed=seed, device="cpu", verbose=0)
+
+
+def sb3_ppo():
+    model = sb3_ppo_model(0)
     model.learn(total_timesteps=STEPS)
     return model.num_timesteps
 
@@ -77,7 +82,8 @@ def main():
     ensure_sb3()
     import stable_baselines3  # noqa: F401  (imported outside the timing)
     rows = {}
-    print(f"load average before: {os.getloadavg()[0]:.2f} (2 cores); {STEPS} env steps per trainer")
+    load_start = round(os.getloadavg()[0], 2)
+    print(f"load average before: {load_start:.2f} (2 cores); {STEPS} env steps per trainer")
     for name, fn in (("raw_env", raw_env), ("ours_rollout", ours_rollout), ("sb3_ppo", sb3_ppo),
                      ("ours_ppo", lambda: ours("ppo")), ("ours_grpo", lambda: ours("grpo"))):
         n, wall, cpu = timed(fn)
@@ -89,7 +95,7 @@ def main():
         out[f"{k}_over_sb3"] = round(rows[k][1] / rows["sb3_ppo"][1], 2)
     out["rollout_over_raw_env"] = round(rows["ours_rollout"][1] / rows["raw_env"][1], 2)
     out["env_steps_per_trainer"] = STEPS
-    out["load_average_before"] = round(os.getloadavg()[0], 2)
+    out["load_average_before"], out["load_average_after"] = load_start, round(os.getloadavg()[0], 2)
     out["note"] = ("ratios use CPU time; wall-time rates are inflated by other processes on a shared "
                    "machine")
     OUT.parent.mkdir(parents=True, exist_ok=True)

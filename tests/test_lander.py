@@ -1,4 +1,6 @@
 """Chapter 6: the LunarLander port (env determinism, advantages, loss signs, rollouts, bad input)."""
+import copy
+
 import numpy as np
 import pytest
 import torch
@@ -184,3 +186,23 @@ def test_summarize_builds_the_registry_entry():
     assert s["near_degenerate_fraction"] == 0.5
     with pytest.raises(ValueError, match="workers"):
         L.run_all([], workers=0)
+
+
+def test_mlp_forward_and_gradients_are_bit_identical_to_the_plain_sequential():
+    actor = L.make_actor(0)
+    plain = torch.nn.Sequential(*actor)                # the same layers, module by module
+    assert list(actor.state_dict()) == list(plain.state_dict()) == ["0.weight", "0.bias", "2.weight",
+                                                                   "2.bias", "4.weight", "4.bias"]
+    x = torch.randn(64, L.OBS_DIM, generator=torch.Generator().manual_seed(0))
+    grads = []
+    for net in (actor, plain):
+        net.zero_grad()
+        out = torch.log_softmax(net(x), -1)[:, 1].sum()
+        out.backward()
+        grads.append([p.grad.clone() for p in net.parameters()])
+    assert torch.equal(actor(x), plain(x))
+    assert all(torch.equal(a, b) for a, b in zip(*grads))
+    y0, twin = actor(x).detach(), copy.deepcopy(actor)   # a copy (GRPO's reference) flies its own weights
+    with torch.no_grad():
+        actor[4].bias += 1.0
+    assert torch.equal(twin(x), y0) and torch.equal(actor(x), y0 + 1.0)

@@ -71,3 +71,22 @@ def test_bad_input_is_a_clear_error(kwargs, match):
 def test_numpy_input_is_a_type_error():
     with pytest.raises(TypeError):
         clipped_surrogate(np.zeros(2), np.zeros(2), np.zeros(2))
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])
+@pytest.mark.parametrize("which", ["logp", "logp_old", "adv"])
+@pytest.mark.parametrize("n, at", [(1, 0), (64, 0), (64, 37), (64, 63), (1000, 999)])
+def test_any_nan_or_inf_anywhere_is_refused(bad, which, n, at):
+    args = {"logp": torch.zeros(n, requires_grad=True), "logp_old": torch.zeros(n), "adv": torch.ones(n)}
+    x = torch.zeros(n)
+    x[at] = bad
+    args[which] = x
+    with pytest.raises(ValueError, match="NaN or inf"):
+        clipped_surrogate(**args)
+
+
+def test_empty_and_broadcast_inputs_pass_the_checks():
+    surr, clipped = clipped_surrogate(torch.zeros(0), torch.zeros(0), torch.zeros(0))
+    assert surr.shape == clipped.shape == (0,)
+    surr, _ = clipped_surrogate(torch.zeros(2, 3), torch.zeros(2, 3), torch.tensor(1.0))
+    assert surr.tolist() == [[1.0] * 3] * 2

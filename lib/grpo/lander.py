@@ -30,6 +30,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 from torch import nn
+from torch.nn import functional as F
 
 from .algos import grpo_advantages
 from .kl import kl_k3
@@ -52,10 +53,22 @@ def make_env(render_mode: str | None = None) -> gym.Env:
     return gym.make(ENV_ID, render_mode=render_mode)
 
 
+class MLP(nn.Sequential):
+    """``nn.Sequential(Linear, Tanh, Linear, Tanh, Linear)`` whose forward calls the same three
+    ``F.linear`` and two ``torch.tanh`` directly: bit-identical, without five module calls per pass."""
+
+    def __init__(self, *layers):
+        super().__init__(*layers)
+        self._linears = tuple(layers[::2])
+
+    def forward(self, x):
+        (w1, b1), (w2, b2), (w3, b3) = ((m.weight, m.bias) for m in self._linears)
+        return F.linear(torch.tanh(F.linear(torch.tanh(F.linear(x, w1, b1)), w2, b2)), w3, b3)
+
+
 def mlp(n_out: int, out_gain: float, generator: torch.Generator) -> nn.Sequential:
     """8 -> 64 -> 64 -> n_out, tanh, orthogonal init (hidden gain sqrt 2, as SB3 and CleanRL)."""
-    net = nn.Sequential(nn.Linear(OBS_DIM, 64), nn.Tanh(), nn.Linear(64, 64), nn.Tanh(),
-                        nn.Linear(64, n_out))
+    net = MLP(nn.Linear(OBS_DIM, 64), nn.Tanh(), nn.Linear(64, 64), nn.Tanh(), nn.Linear(64, n_out))
     for layer, gain in zip(net[::2], (2 ** 0.5, 2 ** 0.5, out_gain)):
         nn.init.orthogonal_(layer.weight, gain, generator=generator)
         nn.init.zeros_(layer.bias)
@@ -142,7 +155,7 @@ def play_episodes(envs, seeds, actor, rng, greedy: bool = False, frames: list | 
     while active.any():
         idx = np.flatnonzero(active)
         actions = sample_actions(policy_logits(actor, obs[idx]), rng, greedy)
-        for i, a in zip(idx, actions):
+        for i, a in zip(idx.tolist(), actions.tolist()):      # Python ints step faster
             ep_obs[i].append(obs[i].copy())
             ep_act[i].append(a)
             obs[i], r, terminated, truncated, _ = envs[i].step(a)
@@ -173,7 +186,7 @@ class StepCollector:
     def __init__(self, n_envs: int, rng: np.random.Generator):
         self.envs, self.rng = [make_env() for _ in range(n_envs)], rng
         self.obs = np.stack([e.reset(seed=self._prompt())[0] for e in self.envs])
-        self.running_return = np.zeros(n_envs)
+        self.running_return = [0.0] * n_envs
 
     def _prompt(self) -> int:
         return int(self.rng.integers(*TRAIN_SEEDS))
@@ -186,9 +199,10 @@ class StepCollector:
         for t in range(n_steps):
             obs[t] = self.obs
             actions[t] = sample_actions(policy_logits(actor, self.obs), self.rng)
-            for i, env in enumerate(self.envs):
-                o, r, term, trunc, _ = env.step(actions[t, i])
-                rewards[t, i] = r
+            next_obs, step_rewards = [], []
+            for i, (env, a) in enumerate(zip(self.envs, actions[t].tolist())):   # ints step faster
+                o, r, term, trunc, _ = env.step(a)
+                step_rewards.append(r)
                 self.running_return[i] += r
                 if term or trunc:          # reset now: the next stored obs is a fresh start
                     dones[t, i] = True
@@ -197,7 +211,8 @@ class StepCollector:
                     finished.append(self.running_return[i])
                     self.running_return[i] = 0.0
                     o, _ = env.reset(seed=self._prompt())
-                self.obs[i] = o
+                next_obs.append(o)
+            rewards[t], self.obs = step_rewards, np.stack(next_obs)
         return Steps(obs, actions, rewards, dones, truncated, self.obs.copy(), finished)
 
 

@@ -5,8 +5,9 @@ from fractions import Fraction
 
 import pytest
 
-from grpo.lm.data import (check_annotations, extract_answer, load_gsm8k, load_gsm8k_hf, make_problem,
-                          make_splits, normalize_number, read_jsonl, reward, safe_arith, write_jsonl)
+from grpo.lm.data import (answer_only, check_annotations, extract_answer, load_gsm8k, load_gsm8k_hf,
+                          make_problem, make_splits, normalize_number, read_jsonl, reward, safe_arith,
+                          write_jsonl)
 
 
 @pytest.mark.parametrize("text, expected", [
@@ -150,3 +151,15 @@ def test_gsm8k_loaders_fail_clearly_offline(tmp_path, monkeypatch):
     (tmp_path / "bad.jsonl").write_text('{"question": 1}\n')
     with pytest.raises(ValueError, match="bad.jsonl:1"):
         read_jsonl(tmp_path / "bad.jsonl")
+
+
+def test_answer_only_keeps_the_question_and_the_final_number():
+    problems = make_splits(20, 5, seed=3)[0]
+    short = answer_only(problems)
+    for p, q in zip(problems, short):
+        assert q["question"] == p["question"] and q["answer"] == "#### " + extract_answer(p["answer"])
+        assert reward(p["answer"], q["answer"]) == 1.0 and reward(q["answer"], p["answer"]) == 1.0
+    assert problems[0]["answer"].count("\n") >= 1                     # the input is not modified
+    assert answer_only([{"question": "q", "answer": "so #### 1,200"}])[0]["answer"] == "#### 1200"
+    with pytest.raises(ValueError, match="####"):
+        answer_only([{"question": "q", "answer": "no final line"}])

@@ -8,8 +8,8 @@ import torch
 from grpo.lm.data import make_splits
 from grpo.lm.model import GPT, GPTConfig
 from grpo.lm.tokenizer import Tokenizer
-from grpo.lm.train import (SFTConfig, completions, encode_problem, length_batches, load_sft, lr_at, rewards,
-                            sft)
+from grpo.lm.train import (ANSWER_ONLY_CHECKPOINT, SFTConfig, completions, encode_problem, length_batches,
+                            load_sft, lr_at, rewards, sft)
 
 
 @pytest.fixture(scope="module")
@@ -84,5 +84,7 @@ def test_load_sft(tmp_path):
         load_sft(tmp_path)
     model, tok = load_sft()                            # the committed checkpoint of chapter 7
     assert model.cfg.vocab_size == tok.vocab_size and not model.training
+    twin, _ = load_sft(checkpoint=ANSWER_ONLY_CHECKPOINT)       # and its answer-only twin
+    assert twin.cfg == model.cfg and not torch.equal(twin.tok_emb.weight, model.tok_emb.weight)
     prompt = encode_problem(tok, make_splits(0, 1, seed=0)[1][0])[0]
     assert model(torch.tensor([prompt])).shape == (1, len(prompt), tok.vocab_size)

@@ -12,7 +12,7 @@ Verifier
     trailing units and punctuation are handled) and normalises it; ``reward(completion, answer)``
     is 1.0 on an exact match, else 0.0, and never raises. ``check_annotations(text)`` recomputes each
     ``<<expr=value>>`` with ``safe_arith``, a tiny parser for + - * / and parentheses: model text is
-    never passed to ``eval``.
+    never passed to ``eval``. ``answer_only(problems)`` cuts each solution to its ``####`` line.
 Loaders
     ``write_jsonl`` / ``read_jsonl`` for files in GSM8K's schema (ours or the official
     ``train.jsonl`` / ``test.jsonl``); ``load_gsm8k(split, data_dir)`` reads the official files and
@@ -181,6 +181,18 @@ def extract_answer(text) -> str | None:
     if m is None or tail[:m.start()].strip(" :=$") != "" or re.match(r"[eE][-+]?[0-9]", tail[m.end():]):
         return None
     return normalize_number(m.group().rstrip(","))
+
+
+def answer_only(problems: list[dict]) -> list[dict]:
+    """The same problems with each solution cut to its final line, ``#### 24``: a model trained on
+    these must answer at once, without writing out its work."""
+    out = []
+    for p in problems:
+        final = extract_answer(p["answer"])
+        if final is None:
+            raise ValueError(f"a problem's answer has no readable '####' line: {p['answer']!r}")
+        out.append({**p, "answer": f"#### {final}"})
+    return out
 
 
 def reward(completion, answer) -> float:

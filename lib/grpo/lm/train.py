@@ -11,7 +11,8 @@ step and the held-out greedy accuracy every ``eval_every`` steps.
 a (problems, n) array of 0/1.
 
 ``load_sft()`` returns chapter 7's committed SFT checkpoint and tokenizer, ``(model, tok)``, from
-``data/models/`` (where chapter 7 writes them): the starting point of chapter 8.
+``data/models/`` (where chapter 7 writes them): the starting point of chapter 8. Chapter 7 also
+writes an answer-only twin (``ANSWER_ONLY_CHECKPOINT``), trained on ``data.answer_only`` problems.
 """
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ from .tokenizer import Tokenizer
 
 MODELS_DIR = Path(__file__).resolve().parents[3] / "data" / "models"
 SFT_CHECKPOINT = "07_small_lm_sft.safetensors"
+ANSWER_ONLY_CHECKPOINT = "07_small_lm_answer_only.safetensors"    # its twin trained on answers alone
 SFT_TOKENIZER = "07_small_lm_tokenizer.json"
 
 
@@ -148,9 +150,10 @@ def rewards(problems, texts) -> np.ndarray:
     return np.array([[reward(t, p["answer"]) for t in row] for p, row in zip(problems, texts)])
 
 
-def load_sft(models_dir=MODELS_DIR):
-    """Chapter 7's SFT model (eval mode) and its tokenizer: ``(model, tok)``."""
-    model_path, tok_path = Path(models_dir) / SFT_CHECKPOINT, Path(models_dir) / SFT_TOKENIZER
+def load_sft(models_dir=MODELS_DIR, checkpoint=SFT_CHECKPOINT):
+    """Chapter 7's SFT model (eval mode) and its tokenizer: ``(model, tok)``. ``checkpoint`` may
+    also be ``ANSWER_ONLY_CHECKPOINT``, the same model trained on final answers alone."""
+    model_path, tok_path = Path(models_dir) / checkpoint, Path(models_dir) / SFT_TOKENIZER
     if not model_path.exists() or not tok_path.exists():
         raise FileNotFoundError(f"no SFT checkpoint in {models_dir}: run chapters/07_small_lm.ipynb "
                                 "(make execute NB=chapters/07_small_lm.ipynb) to write it")

@@ -76,3 +76,16 @@ def test_configured_repository_reads_the_config(tmp_path):
     assert colab.configured_repository(cfg) == ("", "main")
     url, branch = colab.configured_repository()           # the book's own: empty until set
     assert colab.first_cell(url, branch).startswith("# Outside the book's repository")
+
+
+def test_every_chapter_opens_with_the_current_first_cell():
+    """Each chapter's first code cell is the one ``python -m grpo.colab`` prints for _config.yml."""
+    import json
+    from pathlib import Path
+    expected = colab.first_cell(*colab.configured_repository())
+    chapters = sorted((Path(__file__).resolve().parents[1] / "chapters").glob("[0-9][0-9]_*.ipynb"))
+    assert len(chapters) >= 8
+    for path in chapters:
+        first = next(c for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code")
+        assert "".join(first["source"]) == expected.rstrip("\n"), path.name
+        assert "remove-input" in first["metadata"].get("tags", []) and not first["outputs"], path.name

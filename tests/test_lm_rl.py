@@ -51,7 +51,10 @@ def test_score_verifier_and_short():
 @pytest.mark.parametrize("bad, match", [(dict(G=1), "G >= 2"), (dict(lr=0.0), "lr"),
                                         (dict(lr=float("nan")), "lr"), (dict(reuse=0), ">= 1"),
                                         (dict(advantage="median"), "advantage"),
-                                        (dict(reward="long"), "reward")])
+                                        (dict(reward="long"), "reward"),
+                                        (dict(answer_format="cot"), "answer_format"),
+                                        (dict(train_pool=2), "train_pool"),
+                                        (dict(train_pool=-1), "train_pool")])
 def test_bad_config_is_a_clear_error(setup, bad, match):
     train, test, tok = setup
     with pytest.raises(ValueError, match=match):
@@ -105,3 +108,14 @@ def test_evaluate_reports_greedy_and_sampled(setup):
     e = evaluate(tiny_model(tok), tok, test[:3], samples=2, seed=0)
     assert set(e) == {"greedy", "sampled"} and all(0.0 <= v <= 1.0 for v in e.values())
     assert e == evaluate(tiny_model(tok), tok, test[:3], samples=2, seed=0)
+
+
+def test_a_pool_run_practises_only_the_pool_and_evaluates_it(setup):
+    """Problems past the pool hold a character the tokenizer never saw, so drawing one would raise."""
+    train, test, tok = setup
+    poisoned = train[:3] + [{"question": "\u00a7", "answer": "#### 1"}] * 20
+    out = train_grpo(tiny_model(tok), tok, poisoned, test, RunConfig(**TINY, train_pool=3, beta=0.0))
+    ev = out["evals"]
+    assert len(ev["pool_greedy"]) == len(ev["pool_sampled"]) == len(ev["iteration"]) == 3
+    assert all(0.0 <= v <= 1.0 for v in ev["pool_greedy"] + ev["pool_sampled"])
+    assert "pool_greedy" not in train_grpo(tiny_model(tok), tok, train, test, RunConfig(**TINY))["evals"]

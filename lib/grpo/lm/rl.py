@@ -54,6 +54,8 @@ class RunConfig:
     eval_temperature: float = 0.7      # the held-out sampled accuracy's T (chapter 7's 0.7)
     eval_at_start: bool = True         # False: skip iteration 0's evaluation (every run shares it)
     final_samples: int = 0            # > 0: at the end, this many samples per held-out problem (pass@k)
+    train_pool: int = 0                # > 0: practise on the first N training problems only, evaluate them
+    answer_format: str = "worked"      # run_all's start: "worked" (chapter 7) | "answer_only" (its twin)
     seed: int = 0
 
 
@@ -68,6 +70,10 @@ def _check_config(cfg: RunConfig) -> None:
         raise ValueError(f"advantage must be in {ADVANTAGES}, aggregation in {AGGREGATIONS}")
     if cfg.reward not in ("verifier", "short"):
         raise ValueError(f"reward must be 'verifier' or 'short', got {cfg.reward!r}")
+    if cfg.answer_format not in ("worked", "answer_only"):
+        raise ValueError(f"answer_format must be 'worked' or 'answer_only', got {cfg.answer_format!r}")
+    if cfg.train_pool < 0 or 0 < cfg.train_pool < cfg.prompts:
+        raise ValueError(f"train_pool must be 0 (all) or >= prompts = {cfg.prompts}, got {cfg.train_pool}")
 
 
 def score(problem: dict, text: str, kind: str = "verifier", max_new_tokens: int = 96,
@@ -79,13 +85,14 @@ def score(problem: dict, text: str, kind: str = "verifier", max_new_tokens: int 
 
 
 @torch.no_grad()
-def evaluate(model, tok, problems, samples: int = 4, temperature: float = 0.7, seed: int = 0) -> dict:
+def evaluate(model, tok, problems, samples: int = 4, temperature: float = 0.7, seed: int = 0,
+             max_new_tokens: int = 96) -> dict:
     """Held-out accuracy: greedy, and sampled at ``temperature`` (mean over ``samples`` per problem)."""
     model.eval()
-    greedy = rewards(problems, completions(model, tok, problems))[:, 0]
+    greedy = rewards(problems, completions(model, tok, problems, max_new_tokens=max_new_tokens))[:, 0]
     gen = torch.Generator().manual_seed(seed)
     sampled = rewards(problems, completions(model, tok, problems, n=samples, temperature=temperature,
-                                            generator=gen))
+                                            generator=gen, max_new_tokens=max_new_tokens))
     return {"greedy": float(greedy.mean()), "sampled": float(sampled.mean())}
 
 
@@ -114,13 +121,21 @@ def train_grpo(policy, tok, train: list[dict], test: list[dict], cfg: RunConfig,
     log = {k: [] for k in ("iteration", "reward_mean", "degenerate_fraction", "entropy_mean", "kl_mean",
                            "clip_fraction", "completion_length_mean", "sample_s", "ref_s", "update_s")}
     evals = {"iteration": [], "greedy": [], "sampled": []}
+    if cfg.train_pool:
+        train = train[:cfg.train_pool]
+        evals.update(pool_greedy=[], pool_sampled=[])
 
     def run_eval(it):
         e = evaluate(policy, tok, test[:cfg.eval_problems], cfg.eval_samples, cfg.eval_temperature,
-                     seed=1234)
+                     seed=1234, max_new_tokens=cfg.max_new_tokens)
         evals["iteration"].append(it)
         evals["greedy"].append(e["greedy"])
         evals["sampled"].append(e["sampled"])
+        if cfg.train_pool:                           # the practised problems themselves
+            e = evaluate(policy, tok, train, cfg.eval_samples, cfg.eval_temperature, seed=1234,
+                         max_new_tokens=cfg.max_new_tokens)
+            evals["pool_greedy"].append(e["greedy"])
+            evals["pool_sampled"].append(e["sampled"])
 
     if cfg.eval_at_start:
         run_eval(0)
@@ -209,7 +224,7 @@ def train_grpo(policy, tok, train: list[dict], test: list[dict], cfg: RunConfig,
     if cfg.final_samples:
         held_out = test[:cfg.eval_problems]
         texts = completions(policy, tok, held_out, n=cfg.final_samples, temperature=cfg.eval_temperature,
-                            generator=torch.Generator().manual_seed(4321))
+                            generator=torch.Generator().manual_seed(4321), max_new_tokens=cfg.max_new_tokens)
         out["final_correct"] = rewards(held_out, texts)
     return out
 
@@ -223,18 +238,22 @@ def continued_sft(model, tok, train, test, cfg: SFTConfig, eval_problems: int = 
 
 
 def _job(cfg) -> dict:
-    from .data import make_splits
-    from .train import load_sft
+    from .data import answer_only, make_splits
+    from .train import ANSWER_ONLY_CHECKPOINT, SFT_CHECKPOINT, load_sft
     torch.set_num_threads(1)
-    model, tok = load_sft()
+    short = getattr(cfg, "answer_format", "worked") == "answer_only"
+    model, tok = load_sft(checkpoint=ANSWER_ONLY_CHECKPOINT if short else SFT_CHECKPOINT)
     train, test = make_splits(n_train=20_000, n_test=500, seed=0, step_weights=(0.3, 0.35, 0.25, 0.1))
+    if short:
+        train, test = answer_only(train), answer_only(test)
     if isinstance(cfg, SFTConfig):
         return continued_sft(model, tok, train, test, cfg)
     return train_grpo(model, tok, train, test, cfg)
 
 
 def run_all(configs, workers: int = 2) -> list[dict]:
-    """From chapter 7's SFT checkpoint, run each config (a ``RunConfig``: ``train_grpo``; an
+    """From chapter 7's SFT checkpoint (or, with ``answer_format="answer_only"``, its answer-only
+    twin on answer-only problems), run each config (a ``RunConfig``: ``train_grpo``; an
     ``SFTConfig``: ``continued_sft``) in ``workers`` spawned processes with one torch thread each;
     results in config order, independent of which worker ran what."""
     if workers < 1:

@@ -206,3 +206,10 @@ def test_mlp_forward_and_gradients_are_bit_identical_to_the_plain_sequential():
     with torch.no_grad():
         actor[4].bias += 1.0
     assert torch.equal(twin(x), y0) and torch.equal(actor(x), y0 + 1.0)
+
+
+def test_empty_groups_are_a_clear_error():
+    with pytest.raises(ValueError, match="whole number"):
+        L.outcome_advantages([], 4)
+    with pytest.raises(ValueError, match=">= 1 step"):
+        L.process_advantages([[], []])

@@ -21,9 +21,7 @@ from __future__ import annotations
 import argparse
 import copy
 import json
-import multiprocessing
 import time
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
 
 import gymnasium as gym
@@ -34,6 +32,7 @@ from torch.nn import functional as F
 
 from .algos import grpo_advantages
 from .kl import kl_k3
+from .pool import parallel_map
 from .surrogate import clipped_surrogate
 
 ENV_ID = "LunarLander-v3"
@@ -228,8 +227,8 @@ def outcome_advantages(returns, group_size: int) -> np.ndarray:
     Episodes come grouped: [prompt 0 x G, prompt 1 x G, ...]. Uses ``grpo.algos.grpo_advantages``.
     """
     R = np.asarray(returns, dtype=float)
-    if group_size < 2 or R.ndim != 1 or len(R) % group_size:
-        raise ValueError(f"need G >= 2 and a whole number of groups, got G={group_size}, {R.shape}")
+    if group_size < 2 or R.ndim != 1 or len(R) == 0 or len(R) % group_size:
+        raise ValueError(f"need G >= 2 and a whole number (>= 1) of groups, got G={group_size}, {R.shape}")
     return np.concatenate([grpo_advantages(g, eps=GROUP_EPS) for g in R.reshape(-1, group_size)])
 
 
@@ -237,8 +236,8 @@ def process_advantages(rewards, eps: float = GROUP_EPS) -> list:
     """Process supervision for ONE group: per-step rewards normalised over all the group's steps,
     then each step's advantage is the sum of the normalised rewards from it to its episode's end.
     """
-    if len(rewards) < 2:
-        raise ValueError(f"a group needs G >= 2 episodes, got {len(rewards)}")
+    if len(rewards) < 2 or min(map(len, rewards)) < 1:
+        raise ValueError(f"a group needs G >= 2 episodes of >= 1 step, got lengths {list(map(len, rewards))}")
     flat = np.concatenate([np.asarray(r, float) for r in rewards])
     if not np.isfinite(flat).all():
         raise ValueError("rewards contain NaN or inf")
@@ -569,12 +568,10 @@ def train(spec: RunSpec, progress=None) -> dict:
 def run_all(specs, workers: int = 2) -> list:
     """Train every spec in ``workers`` spawned processes, one torch thread each; results in spec order.
 
-    Each run is seeded by its spec alone, so the results do not depend on process scheduling.
+    Each run is seeded by its spec alone, so the results do not depend on process scheduling. A
+    progress bar counts finished runs (off under the book's ``TQDM_DISABLE``).
     """
-    if workers < 1:
-        raise ValueError(f"workers must be >= 1, got {workers}")
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-        return list(pool.map(train, specs))
+    return parallel_map(train, specs, workers, desc="lander runs")
 
 
 def summarize(runs) -> dict:

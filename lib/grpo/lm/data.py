@@ -26,6 +26,7 @@ import json
 import os
 import random
 import re
+from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 from pathlib import Path
@@ -149,9 +150,30 @@ def make_splits(n_train: int, n_test: int, seed: int = 0, step_weights=(0.3, 0.3
     return train, test
 
 
+@dataclass(frozen=True)
+class Protocol:
+    """Chapters 7-8's frozen data split and evaluation seeds: the one place these numbers live (the
+    chapters, ``grpo.lm.rl`` and the benches read it)."""
+    n_train: int = 20_000
+    n_test: int = 500
+    seed: int = 0
+    step_weights: tuple = (0.3, 0.35, 0.25, 0.1)    # 1-, 2-, 3- and 4-step problems
+    eval_seed: int = 1234                            # the held-out sampled accuracy's generator
+    final_seed: int = 4321                           # the final pass@k samples' generator
+
+    def splits(self) -> tuple[list[dict], list[dict]]:
+        """``(train, test)``, as ``make_splits`` draws them."""
+        return make_splits(self.n_train, self.n_test, self.seed, self.step_weights)
+
+
+PROTOCOL = Protocol()
+
+
 # ----------------------------------------------------------------------------- the verifier
 
 _NUMBER = re.compile(r"[-\u2212]?\$?[0-9][0-9,]*(?:\.[0-9]+)?")
+_GROUPED = re.compile(r"[0-9]{1,3}(?:,[0-9]{3})*(?:\.[0-9]+)?|[0-9]+(?:\.[0-9]+)?")   # 1,234 or 1234
+_CONTINUES = re.compile(r"\s*[-\u2212+*/x\u00d7^]\s*[0-9]|[.,][0-9]|[eE][-+]?[0-9]")  # 1/2, 3-4, 0x10, 72.0.1
 _MAX_DIGITS = 64
 
 
@@ -172,15 +194,17 @@ def extract_answer(text) -> str | None:
     """The normalised number after the last ``####`` in ``text``, or None.
 
     The first number on that line is taken, so ``#### $1,200 dollars.`` gives ``"1200"``. Only ASCII
-    digits count (not other scripts' digits); anything unreadable gives None.
+    digits count, and a malformed number gives None rather than its first digits: ``1/2``, ``3-4``,
+    ``0x10``, ``1e5`` and ``72.0.1`` are not numbers here, and commas must group thousands (``1,2``).
     """
     if not isinstance(text, str) or "####" not in text:
         return None
     tail = text.rsplit("####", 1)[1].split("\n", 1)[0].strip()
     m = _NUMBER.search(tail)
-    if m is None or tail[:m.start()].strip(" :=$") != "" or re.match(r"[eE][-+]?[0-9]", tail[m.end():]):
+    if m is None or tail[:m.start()].strip(" :=$") != "" or _CONTINUES.match(tail[m.end():]):
         return None
-    return normalize_number(m.group().rstrip(","))
+    number = m.group().rstrip(",")
+    return normalize_number(number) if _GROUPED.fullmatch(number.lstrip("-\u2212$")) else None
 
 
 def answer_only(problems: list[dict]) -> list[dict]:

@@ -34,6 +34,7 @@ precision (tests/test_lm_trl.py).
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, fields
 
 import numpy as np
 import torch
@@ -42,38 +43,53 @@ from grpo.algos import grpo_advantages
 from grpo.kl import kl_k3
 from grpo.surrogate import clipped_surrogate
 
+from .model import logprobs_at_temperature  # noqa: F401  (re-exported: the loss reads log-probs at T)
+
 ADVANTAGES = ("zscore", "center", "raw")
 AGGREGATIONS = ("sequence", "token", "constant")
 
+@dataclass(frozen=True)
+class LossOptions:
+    """``grpo_loss``'s options in one frozen place: ``PRESETS`` are instances, and ``RunConfig`` (our
+    GPT) and ``HFConfig`` (Hugging Face models) extend it. It unpacks like a dict of exactly these
+    fields, so ``grpo_loss(..., **cfg)`` passes a config's loss options and nothing else."""
+    advantage: str = "zscore"          # "zscore" | "center" (no std) | "raw" (no baseline)
+    clip: bool = True
+    eps_low: float = 0.2
+    eps_high: float | None = None      # None: symmetric clip; 0.28: DAPO's clip-higher
+    beta: float = 0.04                 # k3 KL to the frozen reference, in the loss
+    kl_ratio: bool = False             # weight k3 by the ratio (TRL's use_bias_correction_kl)
+    aggregation: str = "sequence"      # "sequence" (1/|o_i|) | "token" (DAPO) | "constant" (Dr. GRPO)
+
+    def keys(self):
+        return [f.name for f in fields(LossOptions)]
+
+    def __getitem__(self, name):
+        if name not in self.keys():
+            raise KeyError(name)
+        return getattr(self, name)
+
+    def __iter__(self):
+        return iter(self.keys())
+
+    def values(self):
+        return [getattr(self, k) for k in self.keys()]
+
+
 PRESETS = {
     # DeepSeekMath (Shao et al. 2024), eq. 3 and sec. 4.2: z-scored advantages, 1/|o_i|, KL 0.04.
-    "grpo": dict(advantage="zscore", clip=True, eps_low=0.2, eps_high=None, beta=0.04,
-                 aggregation="sequence"),
+    "grpo": LossOptions(advantage="zscore", clip=True, eps_low=0.2, eps_high=None, beta=0.04,
+                        aggregation="sequence"),
     # Dr. GRPO (Liu et al. 2025): no std division, no 1/|o_i| (a constant normaliser, the
     # generation budget, in their code); their runs use beta = 0.
-    "dr_grpo": dict(advantage="center", clip=True, eps_low=0.2, eps_high=None, beta=0.0,
-                    aggregation="constant"),
+    "dr_grpo": LossOptions(advantage="center", clip=True, eps_low=0.2, eps_high=None, beta=0.0,
+                           aggregation="constant"),
     # DAPO (Yu et al. 2025): no KL term (sec. 2.3), clip-higher with eps_low 0.2 and eps_high 0.28
     # (sec. 3.1 and the experimental settings), token-level loss 1/sum|o_i| (sec. 3.3); dynamic
     # sampling (sec. 3.2) is `dynamic_sampling` below.
-    "dapo": dict(advantage="zscore", clip=True, eps_low=0.2, eps_high=0.28, beta=0.0,
-                 aggregation="token"),
+    "dapo": LossOptions(advantage="zscore", clip=True, eps_low=0.2, eps_high=0.28, beta=0.0,
+                        aggregation="token"),
 }
-
-
-def logprobs_at_temperature(logits, tokens, temperature: float = 1.0):
-    """log pi(token) and the entropy of pi at each position, with pi = softmax(logits / T).
-
-    ``logits`` (..., T, V) are the scores that predict ``tokens`` (..., T). Sampling at T draws
-    from softmax(logits / T), so pi_theta, pi_old and pi_ref must all be read at that T.
-    """
-    if not (isinstance(temperature, (int, float)) and math.isfinite(temperature) and temperature > 0):
-        raise ValueError(f"temperature must be a finite number > 0, got {temperature!r}")
-    logits = logits.to(torch.promote_types(logits.dtype, torch.float32))    # bf16/fp16 -> fp32
-    logp_all = torch.log_softmax(logits / temperature, dim=-1)
-    logp = logp_all.gather(-1, tokens.unsqueeze(-1)).squeeze(-1)
-    entropy = -(logp_all.exp() * logp_all).sum(-1)
-    return logp, entropy
 
 
 def group_advantages(rewards, advantage: str = "zscore") -> torch.Tensor:

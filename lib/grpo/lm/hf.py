@@ -83,7 +83,7 @@ def trl_reward(verifier=None):
 
     def gsm8k_reward(completions, answer, **_):
         texts = [c[-1]["content"] if isinstance(c, list) else c for c in completions]
-        return [float(verifier(text, ans)) for text, ans in zip(texts, answer)]
+        return [float(verifier(text, ans)) for text, ans in zip(texts, answer, strict=True)]
     return gsm8k_reward
 
 

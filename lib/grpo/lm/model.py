@@ -20,6 +20,8 @@ Sampling (what GRPO needs)
 ``token_logprobs(model, ids, mask, temperature)``
     log pi(ids[:, t] | ids[:, :t]) at ``temperature`` for every position where ``mask`` is True
     (0 elsewhere). ``ids`` are right-padded sequences, e.g. from ``join(prompt_ids, n, tokens, mask)``.
+    It reads any logits through ``logprobs_at_temperature``, the book's one home for log-probs at a
+    temperature (chapter 8's loss and the Hugging Face path use it too).
 ``save(model, path)`` / ``load(path)``
     safetensors checkpoints with the config in the header: byte-stable across runs.
 """
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 import json
 import math
+import numbers
 from dataclasses import asdict, dataclass
 
 import torch
@@ -217,36 +220,61 @@ def greedy(model, prompt_ids, max_new_tokens=64, eos_id=1, pad_id=0):
     return tokens, mask
 
 
-def join(prompt_ids, n, tokens, mask, pad_id=0):
+def join(prompt_ids, n, tokens, mask, pad_id=0, logprobs=None):
     """Right-padded full sequences ``ids`` (B, T) and ``completion_mask`` (B, T) from ``sample``'s output,
-    ready for ``token_logprobs``."""
+    ready for ``token_logprobs``; with ``logprobs`` (the sampler's), also those log-probs in the same
+    (B, T) layout, 0 off the completion. ``tokens``, ``mask`` and ``logprobs`` are (B, L) tensors or
+    lists of B rows (e.g. groups kept from several draws), B = len(prompt_ids) * n."""
     rows = [list(p) for p in prompt_ids for _ in range(n)]
-    lens = mask.sum(1).tolist()
+    given = [len(x) for x in (tokens, mask, logprobs) if x is not None]
+    if any(k != len(rows) for k in given):
+        raise ValueError(f"{len(prompt_ids)} prompts x n = {n} need {len(rows)} rows of tokens, mask "
+                         f"(and logprobs), got {given}")
+    lens = [int(m.sum()) for m in mask]
     T = max(len(p) + k for p, k in zip(rows, lens))
     ids = torch.full((len(rows), T), pad_id, dtype=torch.long)
     cmask = torch.zeros(len(rows), T, dtype=torch.bool)
+    old = torch.zeros(len(rows), T)
     for b, (p, k) in enumerate(zip(rows, lens)):
         ids[b, :len(p)] = torch.tensor(p)
-        ids[b, len(p):len(p) + k] = tokens[b, :k]
+        ids[b, len(p):len(p) + k] = tokens[b][:k]
         cmask[b, len(p):len(p) + k] = True
-    return ids, cmask
+        if logprobs is not None:
+            old[b, len(p):len(p) + k] = logprobs[b][:k]
+    return (ids, cmask) if logprobs is None else (ids, cmask, old)
 
 
-def token_logprobs(model, ids, mask, temperature=1.0):
-    """log pi(ids[:, t] | ids[:, :t]) under softmax(logits / temperature) where ``mask`` is True, else 0.
+def logprobs_at_temperature(logits, tokens, temperature: float = 1.0):
+    """log pi(token) and the entropy of pi at each position, with pi = softmax(logits / T).
+
+    ``logits`` (..., T, V) are the scores that predict ``tokens`` (..., T), from any model (ours or a
+    Hugging Face one). Sampling at T draws from softmax(logits / T), so the ratio pi_theta / pi_old
+    is only the sampler's if both are read at that T.
+    """
+    if isinstance(temperature, bool) or not (isinstance(temperature, numbers.Real) and
+                                             math.isfinite(temperature) and temperature > 0):
+        raise ValueError(f"temperature must be a finite number > 0, got {temperature!r}")
+    logits = logits.to(torch.promote_types(logits.dtype, torch.float32))    # bf16/fp16 -> fp32
+    logp_all = torch.log_softmax(logits / temperature, dim=-1)
+    logp = logp_all.gather(-1, tokens.unsqueeze(-1)).squeeze(-1)
+    entropy = -(logp_all.exp() * logp_all).sum(-1)
+    return logp, entropy
+
+
+def token_logprobs(model, ids, mask, temperature=1.0, entropy: bool = False):
+    """log pi(ids[:, t] | ids[:, :t]) under softmax(logits / temperature) where ``mask`` is True, else 0
+    (with ``entropy=True``, also pi's entropy at those positions: a pair).
 
     ``ids`` (B, T) are right-padded sequences (prompt, completion, padding); ``mask[:, 0]`` must be
     False (the first token has no prefix). Differentiable: GRPO's new log-probs come from here.
     """
     if ids.shape != mask.shape or ids.dim() != 2:
         raise ValueError(f"ids and mask must share a (B, T) shape: {tuple(ids.shape)}, {tuple(mask.shape)}")
-    if not temperature > 0:
-        raise ValueError(f"temperature must be > 0, got {temperature}")
     if mask[:, 0].any():
         raise ValueError("mask[:, 0] must be False: the first token has no prefix to score it")
-    logp = torch.log_softmax(model(ids[:, :-1]).float() / temperature, dim=-1)
-    lp = logp.gather(-1, ids[:, 1:, None])[..., 0]
-    return F.pad(lp, (1, 0)) * mask
+    lp, ent = logprobs_at_temperature(model(ids[:, :-1]), ids[:, 1:], temperature)
+    lp = F.pad(lp, (1, 0)) * mask
+    return (lp, F.pad(ent, (1, 0)) * mask) if entropy else lp
 
 
 # ----------------------------------------------------------------------------- checkpoints

@@ -14,23 +14,27 @@ from __future__ import annotations
 
 import copy
 import math
-import multiprocessing
+import numbers
 import random
 import time
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass
 
 import numpy as np
 import torch
 
+from grpo.pool import parallel_map
+
 from .data import reward
-from .grpo import ADVANTAGES, AGGREGATIONS, grpo_update, logprobs_at_temperature
-from .model import sample
+from .data import PROTOCOL
+from .grpo import ADVANTAGES, AGGREGATIONS, LossOptions, dynamic_sampling, grpo_update
+from .model import join, sample, token_logprobs
 from .train import SFTConfig, completions, encode_problem, rewards, sft
 
 
 @dataclass(frozen=True)
-class RunConfig:
+class RunConfig(LossOptions):
+    """The loop's settings; the loss's own (advantage, clip, eps_low, eps_high, beta, kl_ratio,
+    aggregation) come from ``grpo.lm.grpo.LossOptions``, so ``**cfg`` passes exactly those."""
     iterations: int = 60
     prompts: int = 32                  # B: prompts per iteration
     G: int = 8                         # completions per prompt
@@ -38,13 +42,7 @@ class RunConfig:
     warmup: int = 5                    # iterations of linear lr warm-up
     temperature: float = 0.7           # sampling, and every log-prob (pi_theta, pi_old, pi_ref)
     max_new_tokens: int = 96
-    beta: float = 0.04                 # k3 KL to the frozen SFT reference, in the loss
     reuse: int = 1                     # K: optimizer steps per sampled batch
-    advantage: str = "zscore"          # "zscore" | "center" (no std) | "raw" (no baseline)
-    clip: bool = True
-    eps_low: float = 0.2
-    eps_high: float | None = None      # None: symmetric clip; 0.28: DAPO's clip-higher
-    aggregation: str = "sequence"      # "sequence" (1/|o_i|) | "token" (DAPO) | "constant" (Dr. GRPO)
     dynamic_sampling: bool = False     # DAPO: refill the batch with groups that are not all-equal
     grad_clip: float = 1.0
     reward: str = "verifier"           # "verifier" | "short" (the sanity check: shorter scores more)
@@ -53,27 +51,58 @@ class RunConfig:
     eval_samples: int = 4              # sampled completions per held-out problem (pass@1 at T)
     eval_temperature: float = 0.7      # the held-out sampled accuracy's T (chapter 7's 0.7)
     eval_at_start: bool = True         # False: skip iteration 0's evaluation (every run shares it)
-    final_samples: int = 0            # > 0: at the end, this many samples per held-out problem (pass@k)
+    final_samples: int = 0             # > 0: at the end, this many samples per held-out problem (pass@k)
     train_pool: int = 0                # > 0: practise on the first N training problems only, evaluate them
     answer_format: str = "worked"      # run_all's start: "worked" (chapter 7) | "answer_only" (its twin)
     seed: int = 0
 
 
-def _check_config(cfg: RunConfig) -> None:
+# Adam's (beta1, beta2) here: beta2 0.99 rather than PyTorch's 0.999, so the second-moment estimate
+# forgets within ~100 steps, the length of these runs. The Hugging Face path keeps TRL's defaults.
+ADAM_BETAS = (0.9, 0.99)
+
+
+def _check_config(cfg: RunConfig, train=None, test=None) -> None:
+    """Every setting, before any compute: a ValueError naming the field and its value."""
+    def bad(name, need):
+        raise ValueError(f"RunConfig.{name} must be {need}, got {getattr(cfg, name)!r}")
+
+    def number(x):
+        return isinstance(x, numbers.Real) and not isinstance(x, bool) and math.isfinite(x)
+
+    for name in ("iterations", "prompts", "G", "reuse", "eval_every", "eval_problems", "eval_samples",
+                 "max_new_tokens", "warmup", "final_samples", "train_pool", "seed"):
+        if not isinstance(getattr(cfg, name), numbers.Integral) or isinstance(getattr(cfg, name), bool):
+            bad(name, "an int")
     if cfg.G < 2:
         raise ValueError(f"a group needs G >= 2 completions, got G = {cfg.G}")
-    if not (cfg.lr > 0 and math.isfinite(cfg.lr)):
-        raise ValueError(f"lr must be a finite number > 0, got {cfg.lr}")
-    if cfg.iterations < 0 or cfg.prompts < 1 or cfg.reuse < 1 or cfg.eval_every < 1:
-        raise ValueError("prompts, reuse and eval_every must be >= 1, and iterations >= 0")
-    if cfg.advantage not in ADVANTAGES or cfg.aggregation not in AGGREGATIONS:
-        raise ValueError(f"advantage must be in {ADVANTAGES}, aggregation in {AGGREGATIONS}")
-    if cfg.reward not in ("verifier", "short"):
-        raise ValueError(f"reward must be 'verifier' or 'short', got {cfg.reward!r}")
-    if cfg.answer_format not in ("worked", "answer_only"):
-        raise ValueError(f"answer_format must be 'worked' or 'answer_only', got {cfg.answer_format!r}")
-    if cfg.train_pool < 0 or 0 < cfg.train_pool < cfg.prompts:
-        raise ValueError(f"train_pool must be 0 (all) or >= prompts = {cfg.prompts}, got {cfg.train_pool}")
+    for name in ("prompts", "reuse", "eval_every", "eval_problems", "eval_samples", "max_new_tokens"):
+        if getattr(cfg, name) < 1:
+            bad(name, ">= 1")
+    for name in ("iterations", "warmup", "final_samples", "train_pool"):
+        if getattr(cfg, name) < 0:
+            bad(name, ">= 0")
+    for name in ("lr", "temperature", "eval_temperature", "grad_clip"):
+        if not (number(getattr(cfg, name)) and getattr(cfg, name) > 0):
+            bad(name, "a finite number > 0")
+    if not (number(cfg.beta) and cfg.beta >= 0):
+        bad("beta", "a finite number >= 0")
+    if not (number(cfg.eps_low) and 0 < cfg.eps_low < 1):
+        bad("eps_low", "in (0, 1)")
+    if cfg.eps_high is not None and not (number(cfg.eps_high) and cfg.eps_high > 0):
+        bad("eps_high", "None or a finite number > 0")
+    choices = {"advantage": ADVANTAGES, "aggregation": AGGREGATIONS, "reward": ("verifier", "short"),
+               "answer_format": ("worked", "answer_only")}
+    for name, allowed in choices.items():
+        if getattr(cfg, name) not in allowed:
+            bad(name, f"one of {allowed}")
+    if 0 < cfg.train_pool < cfg.prompts:
+        bad("train_pool", f"0 (all) or >= prompts = {cfg.prompts}")
+    if train is not None and len(train[:cfg.train_pool or None]) < cfg.prompts:
+        raise ValueError(f"{len(train[:cfg.train_pool or None])} training problems cannot fill a batch "
+                         f"of prompts = {cfg.prompts}")
+    if test is not None and len(test) == 0:
+        raise ValueError("the held-out test set is empty: evaluation needs at least one problem")
 
 
 def score(problem: dict, text: str, kind: str = "verifier", max_new_tokens: int = 96,
@@ -85,15 +114,23 @@ def score(problem: dict, text: str, kind: str = "verifier", max_new_tokens: int 
 
 
 @torch.no_grad()
-def evaluate(model, tok, problems, samples: int = 4, temperature: float = 0.7, seed: int = 0,
+def outcomes(model, tok, problems, samples: int = 4, temperature: float = 0.7, seed: int = 0,
              max_new_tokens: int = 96) -> dict:
-    """Held-out accuracy: greedy, and sampled at ``temperature`` (mean over ``samples`` per problem)."""
+    """Per-problem held-out outcomes, what paired tests need: ``greedy`` (P,) and ``sampled``
+    (P, samples) verifier rewards, the samples drawn at ``temperature`` from a generator seeded ``seed``."""
     model.eval()
     greedy = rewards(problems, completions(model, tok, problems, max_new_tokens=max_new_tokens))[:, 0]
     gen = torch.Generator().manual_seed(seed)
     sampled = rewards(problems, completions(model, tok, problems, n=samples, temperature=temperature,
                                             generator=gen, max_new_tokens=max_new_tokens))
-    return {"greedy": float(greedy.mean()), "sampled": float(sampled.mean())}
+    return {"greedy": greedy, "sampled": sampled}
+
+
+def evaluate(model, tok, problems, samples: int = 4, temperature: float = 0.7, seed: int = 0,
+             max_new_tokens: int = 96) -> dict:
+    """Held-out accuracy: greedy, and sampled at ``temperature`` (mean over ``samples`` per problem)."""
+    o = outcomes(model, tok, problems, samples, temperature, seed, max_new_tokens)
+    return {"greedy": float(o["greedy"].mean()), "sampled": float(o["sampled"].mean())}
 
 
 def pass_at_k(correct, k: int) -> float:
@@ -107,116 +144,76 @@ def pass_at_k(correct, k: int) -> float:
     return float(np.mean([1.0 - math.comb(n - int(ci), k) / math.comb(n, k) for ci in c]))
 
 
+LOG_KEYS = ("iteration", "reward_mean", "degenerate_fraction", "entropy_mean", "kl_mean", "clip_fraction",
+            "completion_length_mean", "sample_s", "ref_s", "update_s")
+
+
 def train_grpo(policy, tok, train: list[dict], test: list[dict], cfg: RunConfig, progress=None) -> dict:
     """Train ``policy`` in place with GRPO; return its per-iteration log and held-out evaluations."""
-    _check_config(cfg)
+    _check_config(cfg, train, test)
     torch.manual_seed(cfg.seed)
-    rng = random.Random(cfg.seed)
-    gen = torch.Generator().manual_seed(cfg.seed)
+    rng, gen = random.Random(cfg.seed), torch.Generator().manual_seed(cfg.seed)
     ref = copy.deepcopy(policy).eval().requires_grad_(False) if cfg.beta > 0 else None
-    optimizer = torch.optim.Adam(policy.parameters(), lr=cfg.lr, betas=(0.9, 0.99))
-    loss_options = dict(advantage=cfg.advantage, clip=cfg.clip, eps_low=cfg.eps_low,
-                        eps_high=cfg.eps_high, beta=cfg.beta, aggregation=cfg.aggregation,
-                        max_tokens=cfg.max_new_tokens)
-    log = {k: [] for k in ("iteration", "reward_mean", "degenerate_fraction", "entropy_mean", "kl_mean",
-                           "clip_fraction", "completion_length_mean", "sample_s", "ref_s", "update_s")}
-    evals = {"iteration": [], "greedy": [], "sampled": []}
-    if cfg.train_pool:
-        train = train[:cfg.train_pool]
-        evals.update(pool_greedy=[], pool_sampled=[])
+    optimizer = torch.optim.Adam(policy.parameters(), lr=cfg.lr, betas=ADAM_BETAS)
+    train = train[:cfg.train_pool] if cfg.train_pool else train
+    log, evals = {k: [] for k in LOG_KEYS}, {}
 
-    def run_eval(it):
-        e = evaluate(policy, tok, test[:cfg.eval_problems], cfg.eval_samples, cfg.eval_temperature,
-                     seed=1234, max_new_tokens=cfg.max_new_tokens)
-        evals["iteration"].append(it)
-        evals["greedy"].append(e["greedy"])
-        evals["sampled"].append(e["sampled"])
-        if cfg.train_pool:                           # the practised problems themselves
-            e = evaluate(policy, tok, train, cfg.eval_samples, cfg.eval_temperature, seed=1234,
-                         max_new_tokens=cfg.max_new_tokens)
-            evals["pool_greedy"].append(e["greedy"])
-            evals["pool_sampled"].append(e["sampled"])
+    def draw():
+        """``prompts`` training problems, G completions each: groups (prompt, tokens, logp_old,
+        mask) and their (prompts, G) rewards."""
+        batch = rng.sample(train, cfg.prompts)
+        ids = [encode_problem(tok, p)[0] for p in batch]
+        tokens, logp, mask = sample(policy, ids, cfg.G, cfg.max_new_tokens, cfg.temperature,
+                                    generator=gen, eos_id=tok.eos_id)
+        texts = [tok.decode(t[m].tolist()) for t, m in zip(tokens, mask)]
+        r = torch.tensor([score(batch[i // cfg.G], x, cfg.reward, cfg.max_new_tokens, int(m.sum()))
+                          for i, (x, m) in enumerate(zip(texts, mask))]).reshape(-1, cfg.G)
+        rows = [slice(i * cfg.G, (i + 1) * cfg.G) for i in range(len(batch))]
+        draws.append(([(ids[i], tokens[s], logp[s], mask[s]) for i, s in enumerate(rows)], r))
+        return draws[-1]
+
+    def logprobs(rows):
+        """pi_theta's log-probs (with grad) and entropies on ``rows`` of this iteration's batch."""
+        return token_logprobs(policy, ids[rows], cmask[rows], cfg.temperature, entropy=True)
 
     if cfg.eval_at_start:
-        run_eval(0)
+        _evaluate_into(evals, 0, policy, tok, train, test, cfg)
     for it in range(1, cfg.iterations + 1):
         for group in optimizer.param_groups:
             group["lr"] = cfg.lr * min(1.0, it / cfg.warmup) if cfg.warmup else cfg.lr
 
-        # 1. Sample G completions per prompt; the sampler returns pi_old's log-probs too.
-        t0 = time.process_time()
+        # 1. Sample and score; the sampler's log-probs are pi_old's. DAPO refills with informative groups.
+        t0, draws = time.process_time(), []
         policy.eval()
-        prompts, tokens, logp_old, mask, r, degenerate = [], [], [], [], [], []
-        for draw in range(10 if cfg.dynamic_sampling else 1):
-            batch = rng.sample(train, cfg.prompts)
-            ids = [encode_problem(tok, p)[0] for p in batch]
-            tok_b, lp_b, m_b = sample(policy, ids, cfg.G, cfg.max_new_tokens, cfg.temperature,
-                                      generator=gen, eos_id=tok.eos_id)
-            texts = [tok.decode(row[m].tolist()) for row, m in zip(tok_b, m_b)]
-            lengths = m_b.sum(1).tolist()
-            r_b = torch.tensor([score(batch[i // cfg.G], t, cfg.reward, cfg.max_new_tokens, n)
-                                for i, (t, n) in enumerate(zip(texts, lengths))]).reshape(-1, cfg.G)
-            same = (r_b == r_b[:, :1]).all(1)
-            degenerate.append(float(same.double().mean()))
-            keep = (~same).nonzero().flatten().tolist() if cfg.dynamic_sampling else list(range(len(batch)))
-            last = not cfg.dynamic_sampling or draw == 9
-            if last and not prompts and not keep:            # nothing informative: an all-zero batch
-                keep = list(range(len(batch)))
-            for i in keep[:cfg.prompts - len(prompts)]:
-                rows = slice(i * cfg.G, (i + 1) * cfg.G)
-                prompts.append(ids[i])
-                tokens += list(tok_b[rows])
-                logp_old += list(lp_b[rows])
-                mask += list(m_b[rows])
-                r.append(r_b[i])
-            if len(prompts) == cfg.prompts:
-                break
-        rewards_bg = torch.stack(r).double()
-        # right-padded (prompt, completion) rows, and pi_old's log-probs in the same layout
-        seqs = [p + t[m].tolist() for p, (t, m) in zip([p for p in prompts for _ in range(cfg.G)],
-                                                        zip(tokens, mask))]
-        T = max(map(len, seqs))
-        ids = torch.zeros(len(seqs), T, dtype=torch.long)
-        cmask = torch.zeros(len(seqs), T, dtype=torch.bool)
-        old = torch.zeros(len(seqs), T)
-        for b, (s, m, lp) in enumerate(zip(seqs, mask, logp_old)):
-            n, start = int(m.sum()), len(s) - int(m.sum())
-            ids[b, :len(s)] = torch.tensor(s)
-            cmask[b, start:len(s)] = True
-            old[b, start:len(s)] = lp[:n]
+        groups, r = dynamic_sampling(draw, cfg.prompts)[:2] if cfg.dynamic_sampling else draw()
+        if not groups:                                   # no informative group in any draw: the last one
+            groups, r = draws[-1]
+        tokens, logp_old, mask = ([row for g in groups for row in g[k]] for k in (1, 2, 3))
+        ids, cmask, old = join([g[0] for g in groups], cfg.G, tokens, mask, logprobs=logp_old)
         t1 = time.process_time()
 
         # 2. The frozen reference's log-probs at the sampling temperature (for the KL term).
-        logp_ref = None
-        if ref is not None:
-            with torch.no_grad():
-                logp_ref, _ = logprobs_at_temperature(ref(ids[:, :-1]), ids[:, 1:], cfg.temperature)
-                logp_ref = torch.nn.functional.pad(logp_ref, (1, 0)) * cmask
+        with torch.no_grad():
+            logp_ref = None if ref is None else token_logprobs(ref, ids, cmask, cfg.temperature)
         t2 = time.process_time()
 
         # 3. K optimizer steps of the GRPO loss on this batch.
-        def logprobs(rows):
-            lp, ent = logprobs_at_temperature(policy(ids[rows, :-1]), ids[rows, 1:], cfg.temperature)
-            pad = torch.nn.functional.pad
-            return pad(lp, (1, 0)) * cmask[rows], pad(ent, (1, 0)) * cmask[rows]
-
         policy.train()
-        stats = grpo_update(logprobs, optimizer, cmask.float(), rewards_bg, logp_old=old,
-                            logp_ref=logp_ref, reuse=cfg.reuse,
-                            max_grad_norm=cfg.grad_clip, **loss_options)
+        stats = grpo_update(logprobs, optimizer, cmask.float(), r.double(), logp_old=old, logp_ref=logp_ref,
+                            reuse=cfg.reuse, max_grad_norm=cfg.grad_clip, max_tokens=cfg.max_new_tokens,
+                            **cfg)
         policy.eval()
         t3 = time.process_time()
 
-        log["iteration"].append(it)
-        log["degenerate_fraction"].append(float(np.mean(degenerate)))
-        for key in ("reward_mean", "entropy_mean", "clip_fraction", "completion_length_mean"):
-            log[key].append(stats[key])
-        log["kl_mean"].append(stats.get("kl_mean", float("nan")))
-        log["sample_s"].append(t1 - t0)
-        log["ref_s"].append(t2 - t1)
-        log["update_s"].append(t3 - t2)
+        # 4. Log, and now and then evaluate.
+        degenerate = [(d[1] == d[1][:, :1]).all(1).double().mean().item() for d in draws]
+        row = {**stats, "iteration": it, "degenerate_fraction": float(np.mean(degenerate)),
+               "kl_mean": stats.get("kl_mean", float("nan")), "sample_s": t1 - t0, "ref_s": t2 - t1,
+               "update_s": t3 - t2}
+        for k in LOG_KEYS:
+            log[k].append(row[k])
         if it % cfg.eval_every == 0 or it == cfg.iterations:
-            run_eval(it)
+            _evaluate_into(evals, it, policy, tok, train, test, cfg)
         if progress is not None:
             progress(it, log, evals)
     out = {"config": asdict(cfg), "log": log, "evals": evals,
@@ -224,9 +221,23 @@ def train_grpo(policy, tok, train: list[dict], test: list[dict], cfg: RunConfig,
     if cfg.final_samples:
         held_out = test[:cfg.eval_problems]
         texts = completions(policy, tok, held_out, n=cfg.final_samples, temperature=cfg.eval_temperature,
-                            generator=torch.Generator().manual_seed(4321), max_new_tokens=cfg.max_new_tokens)
+                            generator=torch.Generator().manual_seed(PROTOCOL.final_seed),
+                            max_new_tokens=cfg.max_new_tokens)
         out["final_correct"] = rewards(held_out, texts)
     return out
+
+
+def _evaluate_into(evals, it, policy, tok, train, test, cfg) -> None:
+    """Append iteration ``it``'s held-out greedy and sampled accuracy (and, with ``train_pool``, the
+    practised problems' own) to ``evals``."""
+    sets = {"": test[:cfg.eval_problems], "pool_": train if cfg.train_pool else None}
+    evals.setdefault("iteration", []).append(it)
+    for prefix, problems in sets.items():
+        if problems is not None:
+            e = evaluate(policy, tok, problems, cfg.eval_samples, cfg.eval_temperature,
+                         seed=PROTOCOL.eval_seed, max_new_tokens=cfg.max_new_tokens)
+            for key in ("greedy", "sampled"):
+                evals.setdefault(prefix + key, []).append(e[key])
 
 
 def continued_sft(model, tok, train, test, cfg: SFTConfig, eval_problems: int = 500, eval_samples: int = 4,
@@ -234,16 +245,16 @@ def continued_sft(model, tok, train, test, cfg: SFTConfig, eval_problems: int = 
     """The control: more SFT from the same checkpoint, evaluated as ``train_grpo`` evaluates."""
     history = sft(model, tok, train, test, cfg)
     return {"history": history, "evals": evaluate(model, tok, test[:eval_problems], eval_samples,
-                                                  eval_temperature, seed=1234)}
+                                                  eval_temperature, seed=PROTOCOL.eval_seed)}
 
 
 def _job(cfg) -> dict:
-    from .data import answer_only, make_splits
+    from .data import answer_only
     from .train import ANSWER_ONLY_CHECKPOINT, SFT_CHECKPOINT, load_sft
     torch.set_num_threads(1)
     short = getattr(cfg, "answer_format", "worked") == "answer_only"
     model, tok = load_sft(checkpoint=ANSWER_ONLY_CHECKPOINT if short else SFT_CHECKPOINT)
-    train, test = make_splits(n_train=20_000, n_test=500, seed=0, step_weights=(0.3, 0.35, 0.25, 0.1))
+    train, test = PROTOCOL.splits()
     if short:
         train, test = answer_only(train), answer_only(test)
     if isinstance(cfg, SFTConfig):
@@ -256,12 +267,10 @@ def run_all(configs, workers: int = 2) -> list[dict]:
     twin on answer-only problems), run each config (a ``RunConfig``: ``train_grpo``; an
     ``SFTConfig``: ``continued_sft``) in ``workers`` spawned processes with one torch thread each;
     results in config order, independent of which worker ran what."""
-    if workers < 1:
-        raise ValueError(f"workers must be >= 1, got {workers}")
     if not all(isinstance(c, (RunConfig, SFTConfig)) for c in configs):
         raise ValueError("each config must be a RunConfig or an SFTConfig")
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-        return list(pool.map(_job, configs))
+    return parallel_map(_job, configs, workers, desc="GRPO runs")
 
 
-__all__ = ["RunConfig", "train_grpo", "evaluate", "pass_at_k", "continued_sft", "run_all", "score"]
+__all__ = ["RunConfig", "train_grpo", "evaluate", "outcomes", "pass_at_k", "continued_sft", "run_all",
+           "score"]

@@ -53,9 +53,17 @@ class Tokenizer:
     def load(cls, path) -> "Tokenizer":
         return cls(HFTokenizer.from_file(str(path)))
 
+    @classmethod
+    def from_str(cls, text: str) -> "Tokenizer":
+        """The tokenizer ``to_str`` wrote (what a worker process is handed)."""
+        return cls(HFTokenizer.from_str(text))
+
+    def to_str(self) -> str:
+        return self.hf.to_str(pretty=True)
+
     def save(self, path) -> None:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
-        Path(path).write_text(self.hf.to_str(pretty=True) + "\n", encoding="utf-8")
+        Path(path).write_text(self.to_str() + "\n", encoding="utf-8")
 
     @property
     def vocab_size(self) -> int:

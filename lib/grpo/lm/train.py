@@ -91,8 +91,10 @@ def length_batches(encoded, cfg: SFTConfig, rng: random.Random):
             yield ids[:, :-1], tgt[:, :-1]
 
 
-def sft(model, tok, train: list[dict], evals: list[dict], cfg: SFTConfig) -> dict:
-    """Train ``model`` in place on ``train``; return ``{"step", "loss", "eval_step", "eval_greedy"}``."""
+def sft(model, tok, train: list[dict], evals: list[dict], cfg: SFTConfig, keep_states: bool = False) -> dict:
+    """Train ``model`` in place on ``train``; return ``{"step", "loss", "eval_step", "eval_greedy"}``.
+    ``keep_states=True`` adds ``"states"``: a copy of the weights at every evaluation step (the
+    snapshots a start-point study needs; with a constant lr, a run stopped there is the same run)."""
     if cfg.lr <= 0 or cfg.steps < 1 or cfg.batch_size < 1 or not train:
         raise ValueError("need lr > 0, steps >= 1, batch_size >= 1 and training problems")
     torch.manual_seed(cfg.seed)
@@ -103,6 +105,8 @@ def sft(model, tok, train: list[dict], evals: list[dict], cfg: SFTConfig) -> dic
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": cfg.weight_decay},
                              {"params": no_decay, "weight_decay": 0.0}], lr=cfg.lr, betas=cfg.betas)
     hist = {"step": [], "loss": [], "eval_step": [], "eval_greedy": []}
+    if keep_states:
+        hist["states"] = []
     batches = length_batches(encoded, cfg, rng)
     for step in range(cfg.steps):
         for group in opt.param_groups:
@@ -123,6 +127,8 @@ def sft(model, tok, train: list[dict], evals: list[dict], cfg: SFTConfig) -> dic
             acc = rewards(held_out, completions(model, tok, held_out)).mean()
             hist["eval_step"].append(step + 1)
             hist["eval_greedy"].append(float(acc))
+            if keep_states:
+                hist["states"].append({k: v.detach().clone() for k, v in model.state_dict().items()})
     model.eval()
     return hist
 

@@ -1,0 +1,56 @@
+"""Chapter 9's addition task (lib/grpo/lm/addition.py)."""
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from grpo.lm import addition as A
+from grpo.lm.data import reward
+from grpo.lm.train import SFTConfig
+
+
+def test_splits_are_disjoint_fixed_and_cover_every_pair():
+    train, val, test = A.make_addition_splits()
+    assert (len(train), len(val), len(test)) == (8100 - A.N_TEST - A.N_VAL, A.N_VAL, A.N_TEST)
+    qs = [p["question"] for p in train + val + test]
+    assert len(set(qs)) == 8100
+    assert A.make_addition_splits()[2] == test
+    a, b = map(int, test[0]["question"].rstrip("=").split("+"))
+    assert reward(f"#### {a + b}", test[0]["answer"]) == 1.0
+    assert reward(f"#### {a + b + 1}", test[0]["answer"]) == 0.0
+
+
+def test_the_answer_is_four_tokens_then_eos():
+    tok = A.addition_tokenizer()
+    assert tok.tokens("#### 72") == ["####", "▁", "7", "2"]
+    assert tok.tokens("24+48=\n") == ["2", "4", "+", "4", "8", "=", "\n"]
+    assert A.addition_model(tok).n_params == 108_416
+    assert A.Tokenizer.from_str(tok.to_str()).encode("13+7=") == tok.encode("13+7=")
+
+
+@pytest.fixture(scope="module")
+def start():
+    model, tok, hist = A.train_sft(cfg=replace(A.SFT_RECIPE, steps=50, eval_every=25, eval_problems=8))
+    assert hist["eval_step"] == [25, 50] and len(hist["states"]) == 2
+    return dict(zip(hist["eval_step"], hist["states"])), tok
+
+
+def test_run_jobs_is_deterministic_and_keeps_job_order(start):
+    starts, tok = start
+    cfg = replace(A.GRPO_RECIPE, iterations=2, prompts=4, G=4, eval_every=1, eval_problems=4)
+    jobs = [A.Job(50, cfg, samples=2), A.Job(25, None, samples=2),
+            A.Job(50, SFTConfig(steps=3, batch_size=8, eval_every=10_000), samples=2), A.Job(50, cfg, samples=2)]
+    out = A.run_jobs(jobs, starts, tok, workers=2)
+    assert [o["start"] for o in out] == [50, 25, 50, 50]
+    assert out[0]["greedy"].shape == (A.N_TEST,) and out[0]["sampled"].shape == (A.N_TEST, 2)
+    assert out[0]["log"]["iteration"] == [1, 2] and "history" in out[2] and "log" not in out[1]
+    np.testing.assert_array_equal(out[0]["sampled"], out[3]["sampled"])       # same job, same result
+    assert out[0]["log"] == out[3]["log"]
+
+
+def test_bad_jobs_are_a_clear_error(start):
+    starts, tok = start
+    with pytest.raises(ValueError, match="start"):
+        A.run_jobs([A.Job(999, None)], starts, tok)
+    with pytest.raises(ValueError, match="RunConfig"):
+        A.run_jobs([A.Job(25, "grpo")], starts, tok)

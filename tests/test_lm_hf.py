@@ -129,11 +129,36 @@ def test_bad_config(tiny):
             hf.run(small_config(tiny, **changes), verifier=digits)
 
 
-def test_defaults_are_the_published_settings():
-    cfg = hf.parse_args([])
-    assert (cfg.G, cfg.beta, cfg.lr, cfg.eps_low, cfg.aggregation) == (16, 0.04, 1e-6, 0.2, "sequence")
-    dapo = hf.parse_args(["--preset", "dapo", "--G", "8"])
-    assert (dapo.eps_high, dapo.aggregation, dapo.beta, dapo.G) == (0.28, "token", 0.0, 8)
+def test_command_line_no_flags_gives_the_config_defaults():
+    assert hf.parse_args([]) == hf.HFConfig()
+
+
+def test_explicit_flags_win_over_the_preset():
+    dapo = hf.parse_args(["--preset", "dapo", "--beta", "0.01"])
+    assert dapo.beta == 0.01                                  # the flag, not the preset's 0.0
+    assert dapo == hf.HFConfig(**{**hf.PRESETS["dapo"], "beta": 0.01})   # the rest is the preset's
+    # the order on the command line does not matter, and a flag equal to the default still counts
+    assert hf.parse_args(["--beta", "0.01", "--preset", "dapo"]) == dapo
+    assert hf.parse_args(["--preset", "dapo", "--eps_high", "0.2"]).eps_high == 0.2
+    assert hf.parse_args(["--preset", "dapo", "--aggregation", "sequence"]).aggregation == "sequence"
+    assert hf.parse_args(["--preset", "dapo", "--eps_high", "none"]).eps_high is None
+    assert hf.parse_args(["--preset", "dapo", "--G", "8"]).G == 8
+
+
+@pytest.mark.parametrize("text, value", [("true", True), ("True", True), ("1", True), ("yes", True),
+                                         ("false", False), ("FALSE", False), ("0", False), ("no", False)])
+def test_booleans_parse_strictly(text, value):
+    assert hf.parse_args(["--kl_ratio", text]).kl_ratio is value
+    assert hf.parse_args(["--clip", text]).clip is value
+
+
+@pytest.mark.parametrize("argv", [["--kl_ratio", "ture"], ["--clip", "off"], ["--clip", ""],
+                                  ["--eps_high", "nan-ish"], ["--preset", "ppo"]])
+def test_bad_flags_are_argparse_errors(argv, capsys):
+    with pytest.raises(SystemExit) as e:
+        hf.parse_args(argv)
+    assert e.value.code == 2
+    assert f"argument {argv[0]}" in capsys.readouterr().err
 
 
 class EosBiased(torch.nn.Module):

@@ -343,21 +343,43 @@ def run(cfg: HFConfig, verifier=None, log=print):
     return policy, history
 
 
+def _boolean(text: str) -> bool:
+    """A strict boolean for the command line: true/false, 1/0, yes/no (any case); anything else fails."""
+    value = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}.get(text.lower())
+    if value is None:
+        raise argparse.ArgumentTypeError(f"expected true/false, 1/0 or yes/no, got {text!r}")
+    return value
+
+
+def _optional_float(text: str) -> float | None:
+    """A float, or None for "none" (e.g. ``--eps_high none``: the symmetric clip)."""
+    if text.lower() == "none":
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number or 'none', got {text!r}") from None
+
+
 def parse_args(argv=None) -> HFConfig:
+    """The config from the command line: the defaults, then ``--preset``'s loss options, then the flags
+    actually given, so ``--preset dapo --beta 0.01`` runs DAPO's recipe with beta 0.01."""
     parser = argparse.ArgumentParser(prog="python -m grpo.lm.hf", description=__doc__.split("\n\n")[0])
     defaults = HFConfig()
     for f in fields(HFConfig):
         value = getattr(defaults, f.name)
-        kind = {bool: lambda s: s.lower() in ("1", "true", "yes")}.get(type(value), type(value))
+        kind = {bool: _boolean}.get(type(value), type(value))
         if f.name == "eps_high":
-            kind = float
-        parser.add_argument(f"--{f.name}", type=kind, default=value, help=f"default: {value}")
+            kind = _optional_float
+        parser.add_argument(f"--{f.name}", type=kind, default=argparse.SUPPRESS,
+                            help=f"default: {value}")       # SUPPRESS: only given flags reach args
     parser.add_argument("--preset", choices=sorted(PRESETS),
-                        help="a published recipe's loss options (DAPO's dynamic sampling is not wired "
-                             "into this command: see grpo.lm.grpo.dynamic_sampling)")
-    args = vars(parser.parse_args(argv))
-    preset = args.pop("preset")
-    return HFConfig(**{**args, **(PRESETS[preset] if preset else {})})
+                        help="a published recipe's loss options, under any flag given explicitly "
+                             "(DAPO's dynamic sampling is not wired into this command: see "
+                             "grpo.lm.grpo.dynamic_sampling)")
+    given = vars(parser.parse_args(argv))
+    preset = given.pop("preset", None)
+    return HFConfig(**{**(PRESETS[preset] if preset else {}), **given})
 
 
 def main(argv=None):

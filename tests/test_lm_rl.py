@@ -42,6 +42,21 @@ def test_pass_at_k_matches_hand_counts():
         pass_at_k(correct, 5)
 
 
+@pytest.mark.parametrize("correct", [[[2, 0, 0]], [[1, 0, 0.5]], [[1, 0, float("nan")]], [[-1, 1, 0]]])
+def test_pass_at_k_takes_only_0_1_entries(correct):
+    with pytest.raises(ValueError, match="0/1"):
+        pass_at_k(correct, 1)
+
+
+def test_pass_at_k_takes_a_2d_array_and_an_int_k():
+    assert pass_at_k(np.array([[True, False]]), 1) == 0.5 == pass_at_k([[1.0, 0.0]], 1)
+    for correct in ([1, 0, 1], np.zeros((0, 3))):
+        with pytest.raises(ValueError, match="problems, n"):
+            pass_at_k(correct, 1)
+    with pytest.raises(ValueError, match="k"):
+        pass_at_k([[1, 0]], 1.5)
+
+
 def test_score_verifier_and_short():
     p = {"answer": "2+2=<<2+2=4>>4\n#### 4"}
     assert score(p, "so #### 4") == 1.0 and score(p, "#### 5") == 0.0
@@ -54,7 +69,22 @@ def test_score_verifier_and_short():
                                         (dict(reward="long"), "reward"),
                                         (dict(answer_format="cot"), "answer_format"),
                                         (dict(train_pool=2), "train_pool"),
-                                        (dict(train_pool=-1), "train_pool")])
+                                        (dict(train_pool=-1), "train_pool"),
+                                        (dict(warmup=-1), "warmup .* got -1"),
+                                        (dict(eval_problems=0), "eval_problems .* got 0"),
+                                        (dict(eval_samples=0), "eval_samples .* got 0"),
+                                        (dict(final_samples=-2), "final_samples .* got -2"),
+                                        (dict(max_new_tokens=0), "max_new_tokens .* got 0"),
+                                        (dict(temperature=0.0), "temperature .* got 0.0"),
+                                        (dict(temperature=float("inf")), "temperature .* got inf"),
+                                        (dict(temperature=True), "temperature .* got True"),
+                                        (dict(eval_temperature=-0.7), "eval_temperature .* got -0.7"),
+                                        (dict(eps_low=1.0), "eps_low .* got 1.0"),
+                                        (dict(eps_low=-0.2), "eps_low .* got -0.2"),
+                                        (dict(eps_high=-0.28), "eps_high .* got -0.28"),
+                                        (dict(beta=-0.04), "beta .* got -0.04"),
+                                        (dict(beta=float("nan")), "beta .* got nan"),
+                                        (dict(grad_clip=0.0), "grad_clip .* got 0.0")])
 def test_bad_config_is_a_clear_error(setup, bad, match):
     train, test, tok = setup
     with pytest.raises(ValueError, match=match):

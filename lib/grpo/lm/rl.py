@@ -74,6 +74,24 @@ def _check_config(cfg: RunConfig) -> None:
         raise ValueError(f"answer_format must be 'worked' or 'answer_only', got {cfg.answer_format!r}")
     if cfg.train_pool < 0 or 0 < cfg.train_pool < cfg.prompts:
         raise ValueError(f"train_pool must be 0 (all) or >= prompts = {cfg.prompts}, got {cfg.train_pool}")
+    for name, low in (("warmup", 0), ("eval_problems", 1), ("eval_samples", 1), ("final_samples", 0),
+                      ("max_new_tokens", 1)):
+        value = getattr(cfg, name)
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+            raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
+    for name in ("temperature", "eval_temperature"):
+        value = getattr(cfg, name)
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
+                or not (math.isfinite(value) and value > 0):
+            raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+    if not 0 < cfg.eps_low < 1:
+        raise ValueError(f"eps_low must be in (0, 1), got {cfg.eps_low!r}")
+    if cfg.eps_high is not None and not (0 < cfg.eps_high and math.isfinite(cfg.eps_high)):
+        raise ValueError(f"eps_high must be None or a finite number > 0, got {cfg.eps_high!r}")
+    if not (math.isfinite(cfg.beta) and cfg.beta >= 0):
+        raise ValueError(f"beta must be a finite number >= 0, got {cfg.beta!r}")
+    if cfg.grad_clip is not None and not (math.isfinite(cfg.grad_clip) and cfg.grad_clip > 0):
+        raise ValueError(f"grad_clip must be None or a finite number > 0, got {cfg.grad_clip!r}")
 
 
 def score(problem: dict, text: str, kind: str = "verifier", max_new_tokens: int = 96,
@@ -100,8 +118,14 @@ def pass_at_k(correct, k: int) -> float:
     """Unbiased pass@k (Chen et al. 2021) from a (problems, n) 0/1 array, n >= k: the chance that at
     least one of k answers drawn without replacement from a problem's n is right, averaged."""
     correct = np.asarray(correct)
+    if correct.ndim != 2 or correct.shape[0] == 0:
+        raise ValueError(f"correct must be a (problems, n) array with at least one problem, got shape "
+                         f"{correct.shape}")
+    if not np.isin(correct, (0, 1)).all():
+        raise ValueError(f"correct must hold only 0/1 (or False/True), got values "
+                         f"{sorted(set(np.unique(correct).tolist()) - {0, 1})[:5]}")
     n = correct.shape[1]
-    if not 1 <= k <= n:
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= n:
         raise ValueError(f"need 1 <= k <= n = {n}, got k = {k}")
     c = correct.sum(1)
     return float(np.mean([1.0 - math.comb(n - int(ci), k) / math.comb(n, k) for ci in c]))

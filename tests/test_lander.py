@@ -169,6 +169,40 @@ def test_bad_input_raises_value_error():
         L.step_weights([3, 0])
 
 
+@pytest.mark.parametrize("algo, cfg, match", [
+    ("ppo", L.ActorCriticConfig(clip=1.5), "clip must be in \\(0, 1\\), got 1.5"),
+    ("ppo", L.ActorCriticConfig(clip=0.0), "clip must be in \\(0, 1\\), got 0.0"),
+    ("ppo", L.ActorCriticConfig(gamma=2.0), "gamma must be in \\(0, 1\\], got 2.0"),
+    ("a2c", L.ActorCriticConfig(lam=-0.1), "lam must be in \\[0, 1\\], got -0.1"),
+    ("ppo", L.ActorCriticConfig(max_grad_norm=float("nan")), "max_grad_norm must be > 0, got nan"),
+    ("ppo", L.ActorCriticConfig(ent_coef=-0.01), "ent_coef must be >= 0, got -0.01"),
+    ("grpo", L.GRPOConfig(beta=-1.0), "beta must be >= 0, got -1.0"),
+    ("grpo", L.GRPOConfig(clip=1.5), "clip must be in \\(0, 1\\), got 1.5"),
+    ("grpo", L.GRPOConfig(ref_every=0), "ref_every must be >= 1, got 0"),
+    ("grpo_process", L.GRPOConfig(), "outcome GRPO under the wrong label"),
+    ("grpo", L.GRPOConfig(process=True), "process GRPO under the wrong label"),
+    ("grpo", L.ActorCriticConfig(), "needs a config of type GRPOConfig"),
+    ("ppo", L.GRPOConfig(), "needs a config of type ActorCriticConfig"),
+])
+def test_a_bad_spec_is_refused_before_any_env_step(algo, cfg, match):
+    with pytest.raises(ValueError, match=match):
+        L.train(L.RunSpec(algo, 0, 100, config=cfg))
+
+
+def test_the_default_specs_and_the_a2c_config_pass_the_checks():
+    for algo in L.ALGOS:
+        L._check_spec(L.RunSpec(algo, 0, 100))
+    L._check_spec(L.RunSpec("a2c", 0, 100, config=L.A2C_CONFIG))
+
+
+def test_summarize_needs_runs_of_one_algorithm():
+    with pytest.raises(ValueError, match="at least one run"):
+        L.summarize([])
+    run = {"test_det": [1.0], "test_sampled": [1.0], "start_entropy": 1.0, "iterations": 1}
+    with pytest.raises(ValueError, match="one algorithm"):
+        L.summarize([{**run, "algo": "ppo"}, {**run, "algo": "a2c"}])
+
+
 def test_fly_returns_downscaled_frames_one_per_step_plus_the_start():
     frames, ret = L.fly(L.make_actor(0), 5, greedy=True, scale=4)
     assert frames.shape[1:] == (100, 150, 3) and frames.dtype == np.uint8

@@ -261,9 +261,13 @@ def test_logprobs_at_temperature_are_the_sampling_distribution():
         p = torch.softmax(logits / T, -1)
         assert torch.allclose(logp.exp(), p.gather(-1, tokens[..., None])[..., 0], atol=1e-6)
         assert torch.allclose(entropy, -(p * p.log()).sum(-1), atol=1e-5)
-    for bad in (0, -1.0, float("nan")):
+    for bad in (0, -1.0, float("nan"), True, "0.7"):
         with pytest.raises(ValueError, match="temperature"):
             logprobs_at_temperature(logits, tokens, bad)
+    # a NumPy float is a temperature (it was refused as "not finite"); it gives the float's numbers
+    for T in (np.float32(0.5), np.float64(0.7)):
+        ours = logprobs_at_temperature(logits, tokens, T)
+        assert all(torch.equal(a, b) for a, b in zip(ours, logprobs_at_temperature(logits, tokens, float(T))))
 
 
 # ---------------------------------------------------------------------------------------------

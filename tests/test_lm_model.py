@@ -1,11 +1,13 @@
 """The tokenizer, the decoder, its KV-cache sampler, log-probs and checkpoints (lib/grpo/lm)."""
 import hashlib
 
+import numpy as np
+
 import pytest
 import torch
 
 from grpo.lm.data import make_splits
-from grpo.lm.model import GPT, GPTConfig, greedy, join, load, sample, save, token_logprobs
+from grpo.lm.model import GPT, GPTConfig, check_temperature, greedy, join, load, sample, save, token_logprobs
 from grpo.lm.tokenizer import Tokenizer
 
 
@@ -127,3 +129,41 @@ def test_checkpoint_round_trip_is_byte_stable(model, tmp_path):
     files = ("a.safetensors", "b.safetensors")
     digest = [hashlib.sha256((tmp_path / f).read_bytes()).digest() for f in files]
     assert digest[0] == digest[1]
+
+
+@pytest.mark.parametrize("changes, match", [(dict(d_model=16, n_head=3), "multiple of n_head"),
+                                            (dict(n_head=0), "n_head must be an int >= 1, got 0"),
+                                            (dict(n_layer=2.5), "n_layer must be an int"),
+                                            (dict(max_len=True), "max_len must be an int"),
+                                            (dict(vocab_size=-1), "vocab_size must be an int >= 1")])
+def test_gpt_config_is_checked_when_made(changes, match):
+    with pytest.raises(ValueError, match=match):
+        GPTConfig(**{"vocab_size": 300, **changes})
+    GPTConfig(vocab_size=300, d_model=18, n_head=3)          # a multiple is fine
+
+
+def test_join_refuses_tokens_that_do_not_match_the_prompts(model):
+    tokens, _, mask = sample(model, PROMPTS, n=2, max_new_tokens=5,
+                             generator=torch.Generator().manual_seed(0),
+                             eos_id=1)
+    join(PROMPTS, 2, tokens, mask)
+    with pytest.raises(ValueError, match=r"\(6, L\)"):
+        join(PROMPTS, 2, tokens[:4], mask[:4])              # zip would have dropped two rows
+    with pytest.raises(ValueError, match="mask"):
+        join(PROMPTS, 2, tokens, mask[:, :-1])
+
+
+def test_temperatures_numpy_floats_pass_and_booleans_fail(model):
+    assert check_temperature(np.float32(0.5)) == 0.5 and check_temperature(2) == 2.0
+    assert type(check_temperature(np.float64(0.7))) is float
+    for bad in (True, 0.0, -1.0, float("nan"), float("inf"), "0.7", None):
+        with pytest.raises(ValueError, match="temperature must be a finite number > 0"):
+            check_temperature(bad)
+    tokens, _, mask = sample(model, PROMPTS, n=2, max_new_tokens=5,
+                             generator=torch.Generator().manual_seed(0),
+                             eos_id=1)
+    ids, cmask = join(PROMPTS, 2, tokens, mask)
+    half = token_logprobs(model, ids, cmask, 0.5)
+    assert torch.equal(token_logprobs(model, ids, cmask, np.float32(0.5)), half)
+    with pytest.raises(ValueError, match="got True"):
+        token_logprobs(model, ids, cmask, True)

@@ -40,6 +40,7 @@ import torch
 
 from grpo.algos import grpo_advantages
 from grpo.kl import kl_k3
+from grpo.lm.model import check_temperature
 from grpo.surrogate import clipped_surrogate
 
 ADVANTAGES = ("zscore", "center", "raw")
@@ -67,8 +68,7 @@ def logprobs_at_temperature(logits, tokens, temperature: float = 1.0):
     ``logits`` (..., T, V) are the scores that predict ``tokens`` (..., T). Sampling at T draws
     from softmax(logits / T), so pi_theta, pi_old and pi_ref must all be read at that T.
     """
-    if not (isinstance(temperature, (int, float)) and math.isfinite(temperature) and temperature > 0):
-        raise ValueError(f"temperature must be a finite number > 0, got {temperature!r}")
+    temperature = check_temperature(temperature)
     logits = logits.to(torch.promote_types(logits.dtype, torch.float32))    # bf16/fp16 -> fp32
     logp_all = torch.log_softmax(logits / temperature, dim=-1)
     logp = logp_all.gather(-1, tokens.unsqueeze(-1)).squeeze(-1)

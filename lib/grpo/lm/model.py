@@ -27,7 +27,8 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict, dataclass
+import numbers
+from dataclasses import asdict, dataclass, fields
 
 import torch
 import torch.nn as nn
@@ -43,6 +44,15 @@ class GPTConfig:
     d_model: int = 128
     max_len: int = 256        # prompt + completion tokens
     mlp_ratio: int = 4
+
+    def __post_init__(self):
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+                raise ValueError(f"GPTConfig.{f.name} must be an int >= 1, got {value!r}")
+        if self.d_model % self.n_head:
+            raise ValueError(f"d_model must be a multiple of n_head (each head gets d_model / n_head "
+                             f"dimensions), got d_model={self.d_model}, n_head={self.n_head}")
 
 
 class Block(nn.Module):
@@ -110,6 +120,14 @@ class GPT(nn.Module):
 
 
 # ----------------------------------------------------------------------------- sampling
+
+def check_temperature(temperature, name: str = "temperature") -> float:
+    """``temperature`` as a float if it is a finite real number > 0 (NumPy floats too, not True)."""
+    if isinstance(temperature, bool) or not isinstance(temperature, numbers.Real) \
+            or not (math.isfinite(temperature) and temperature > 0):
+        raise ValueError(f"{name} must be a finite number > 0, got {temperature!r}")
+    return float(temperature)
+
 
 def _check_prompts(model, prompt_ids, max_new_tokens):
     if isinstance(prompt_ids, torch.Tensor):
@@ -221,11 +239,14 @@ def join(prompt_ids, n, tokens, mask, pad_id=0):
     """Right-padded full sequences ``ids`` (B, T) and ``completion_mask`` (B, T) from ``sample``'s output,
     ready for ``token_logprobs``."""
     rows = [list(p) for p in prompt_ids for _ in range(n)]
+    if tokens.ndim != 2 or mask.shape != tokens.shape or len(rows) != tokens.shape[0]:
+        raise ValueError(f"join needs tokens and mask of shape (len(prompt_ids) * n, L) = ({len(rows)}, L): "
+                         f"got tokens {tuple(tokens.shape)}, mask {tuple(mask.shape)}")
     lens = mask.sum(1).tolist()
     T = max(len(p) + k for p, k in zip(rows, lens))
     ids = torch.full((len(rows), T), pad_id, dtype=torch.long)
     cmask = torch.zeros(len(rows), T, dtype=torch.bool)
-    for b, (p, k) in enumerate(zip(rows, lens)):
+    for b, (p, k) in enumerate(zip(rows, lens, strict=True)):
         ids[b, :len(p)] = torch.tensor(p)
         ids[b, len(p):len(p) + k] = tokens[b, :k]
         cmask[b, len(p):len(p) + k] = True
@@ -240,8 +261,7 @@ def token_logprobs(model, ids, mask, temperature=1.0):
     """
     if ids.shape != mask.shape or ids.dim() != 2:
         raise ValueError(f"ids and mask must share a (B, T) shape: {tuple(ids.shape)}, {tuple(mask.shape)}")
-    if not temperature > 0:
-        raise ValueError(f"temperature must be > 0, got {temperature}")
+    temperature = check_temperature(temperature)
     if mask[:, 0].any():
         raise ValueError("mask[:, 0] must be False: the first token has no prefix to score it")
     logp = torch.log_softmax(model(ids[:, :-1]).float() / temperature, dim=-1)

@@ -79,11 +79,9 @@ def _check_config(cfg: RunConfig) -> None:
         value = getattr(cfg, name)
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
             raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
+    from .model import check_temperature
     for name in ("temperature", "eval_temperature"):
-        value = getattr(cfg, name)
-        if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
-                or not (math.isfinite(value) and value > 0):
-            raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+        check_temperature(getattr(cfg, name), name)
     if not 0 < cfg.eps_low < 1:
         raise ValueError(f"eps_low must be in (0, 1), got {cfg.eps_low!r}")
     if cfg.eps_high is not None and not (0 < cfg.eps_high and math.isfinite(cfg.eps_high)):

@@ -5,6 +5,7 @@ import random
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
@@ -241,3 +242,34 @@ def test_sampler_bad_input(tiny):
             hf.sample_completions(model, *args, eos_id=tokenizer.eos_token_id)
     with pytest.raises(ValueError, match="tokens must be"):
         hf.group_logprobs(model, prompt_ids, prompt_mask, torch.zeros(4, 5, dtype=torch.long), 1.0)
+
+
+def test_sampler_refuses_right_padded_prompts_and_boolean_temperatures(tiny):
+    model, tokenizer, prompt_ids, prompt_mask = fast_path_inputs(tiny)
+    assert (prompt_mask == 0).any()                           # the fixture's prompts are padded
+    tokenizer.padding_side = "right"
+    texts = [hf.prompt_text(tokenizer, q) for q in ["What is 2 + 3?", "Ava has 12 apples. How many?"]]
+    enc = tokenizer(texts, return_tensors="pt", padding=True)
+    tokenizer.padding_side = "left"
+    for ids, mask in ((enc.input_ids, enc.attention_mask), (prompt_ids, prompt_mask.flip(1))):
+        with pytest.raises(ValueError, match="not left-padded"):
+            hf.sample_completions(model, ids, mask, 2, 1.0, 4, eos_id=tokenizer.eos_token_id)
+        with pytest.raises(ValueError, match="not left-padded"):
+            hf.group_logprobs(model, ids, mask, torch.zeros(2 * len(ids), 3, dtype=torch.long), 1.0)
+    with pytest.raises(ValueError, match="got True"):
+        hf.sample_completions(model, prompt_ids, prompt_mask, 2, True, 4, eos_id=tokenizer.eos_token_id)
+    runs = [hf.sample_completions(model, prompt_ids, prompt_mask, 2, t, 4, eos_id=tokenizer.eos_token_id,
+                                  generator=torch.Generator().manual_seed(0)) for t in (np.float32(0.5), 0.5)]
+    assert all(torch.equal(a, b) for a, b in zip(*runs))
+
+
+def test_grpo_step_needs_one_answer_per_question(tiny):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    model = AutoModelForCausalLM.from_pretrained(tiny / "model")
+    tokenizer = AutoTokenizer.from_pretrained(tiny / "model")
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    cfg = small_config(tiny)
+    with pytest.raises(ValueError, match="2 questions, 1 answers"):
+        hf.grpo_step(model, None, tokenizer, optimizer, ["1 + 1?", "2 + 2?"], ["#### 2"], cfg, digits)
+    with pytest.raises(ValueError, match="reference answer"):      # chapter 7's verifier: readable refs
+        hf.grpo_step(model, None, tokenizer, optimizer, ["1 + 1?"], ["#### two"], cfg)

@@ -37,6 +37,7 @@ from pathlib import Path
 import torch
 
 from grpo.lm.grpo import PRESETS, grpo_update, logprobs_at_temperature
+from grpo.lm.model import check_temperature
 
 INSTRUCTION = "Solve the problem step by step. End with a line '#### <number>'."
 
@@ -50,7 +51,9 @@ class HFConfig:
     G: int = 16                                 # completions per prompt
     lr: float = 1e-6
     beta: float = 0.04
-    kl_ratio: bool = False                      # weight k3 by pi_theta/pi_old (TRL's default)
+    kl_ratio: bool = False                      # weight k3 by pi_theta/pi_old; off: DeepSeekMath's
+                                                # plain k3 (TRL 1.16 turns it on by default:
+                                                # use_bias_correction_kl=True)
     eps_low: float = 0.2
     eps_high: float | None = None
     clip: bool = True
@@ -111,6 +114,21 @@ def encode_prompts(tokenizer, questions, device="cpu"):
     return enc.input_ids.to(device), enc.attention_mask.to(device)
 
 
+def _check_left_padded(prompt_ids, prompt_mask) -> None:
+    """Prompts must be left-padded (each row's mask 0...0 1...1, at least one 1): the samplers put
+    the first completion token right after the last column."""
+    if prompt_ids.ndim != 2 or prompt_ids.shape != prompt_mask.shape:
+        raise ValueError(f"need (B, P) prompt ids and mask, got {tuple(prompt_ids.shape)}, "
+                         f"{tuple(prompt_mask.shape)}")
+    m = prompt_mask.long()
+    if not ((m == 0) | (m == 1)).all():
+        raise ValueError("prompt_mask must hold only 0/1")
+    bad = ((m[:, 1:] < m[:, :-1]).any(1) | (m[:, -1] == 0)).nonzero().flatten().tolist()
+    if bad:
+        raise ValueError(f"prompt rows {bad} are not left-padded (a 0 after a 1, or an empty prompt): "
+                         "pad on the left, e.g. encode_prompts or tokenizer.padding_side = 'left'")
+
+
 @torch.no_grad()
 def sample_completions(model, prompt_ids, prompt_mask, G: int, temperature: float, max_new_tokens: int,
                        eos_id: int, pad_id: int = 0, generator=None):
@@ -126,8 +144,8 @@ def sample_completions(model, prompt_ids, prompt_mask, G: int, temperature: floa
     if prompt_ids.ndim != 2 or prompt_ids.shape != prompt_mask.shape or G < 1 or max_new_tokens < 1:
         raise ValueError(f"need (B, P) prompt ids and mask, G >= 1, max_new_tokens >= 1; got "
                          f"{tuple(prompt_ids.shape)}, {tuple(prompt_mask.shape)}, G={G}, {max_new_tokens}")
-    if not (math.isfinite(temperature) and temperature > 0):
-        raise ValueError(f"temperature must be a finite number > 0, got {temperature!r}")
+    temperature = check_temperature(temperature)
+    _check_left_padded(prompt_ids, prompt_mask)
     B, P = prompt_ids.shape
     N, device = B * G, prompt_ids.device
     cache = DynamicCache(config=model.config)
@@ -177,6 +195,7 @@ def group_logprobs(model, prompt_ids, prompt_mask, tokens, temperature: float):
     G = tokens.shape[0] // B
     if tokens.ndim != 2 or G * B != tokens.shape[0] or G < 1:
         raise ValueError(f"tokens must be (B*G, L) for B = {B} prompts, got {tuple(tokens.shape)}")
+    _check_left_padded(prompt_ids, prompt_mask)
     keep = prompt_mask.any(0)                      # drop columns that are padding in every row
     prompt_ids, prompt_mask = prompt_ids[:, keep], prompt_mask[:, keep]
     P = prompt_ids.shape[1]
@@ -202,6 +221,13 @@ def grpo_step(policy, ref, tokenizer, optimizer, questions, answers, cfg: HFConf
     Sampling is ``sample_completions`` (a KV cache, each prompt read once); the reference and the
     policy read the completions with ``group_logprobs`` (each prompt read once per pass).
     """
+    if len(answers) != len(questions) or not questions:
+        raise ValueError(f"need one answer per question, and at least one question: got "
+                         f"{len(questions)} questions, {len(answers)} answers")
+    if verifier is None:                       # chapter 7's verifier: each reference must be readable
+        from grpo.lm.data import reference_answer
+        for a in answers:
+            reference_answer(a)
     verifier = verifier or default_verifier()
     G = cfg.G
     t0 = time.perf_counter()
@@ -211,7 +237,7 @@ def grpo_step(policy, ref, tokenizer, optimizer, questions, answers, cfg: HFConf
                                          cfg.max_new_tokens, tokenizer.eos_token_id, tokenizer.pad_token_id)
     texts = tokenizer.batch_decode(tokens, skip_special_tokens=True)     # pads after the eos drop out
     answers_per_completion = [a for a in answers for _ in range(G)]
-    rewards = torch.tensor([verifier(t, a) for t, a in zip(texts, answers_per_completion)],
+    rewards = torch.tensor([verifier(t, a) for t, a in zip(texts, answers_per_completion, strict=True)],
                            dtype=torch.float32, device=tokens.device).reshape(len(questions), G)
     t1 = time.perf_counter()
 

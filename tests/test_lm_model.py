@@ -167,3 +167,17 @@ def test_temperatures_numpy_floats_pass_and_booleans_fail(model):
     assert torch.equal(token_logprobs(model, ids, cmask, np.float32(0.5)), half)
     with pytest.raises(ValueError, match="got True"):
         token_logprobs(model, ids, cmask, True)
+
+
+def test_numpy_int_prompts_are_prompts(model):
+    gen = lambda: torch.Generator().manual_seed(1)                              # noqa: E731
+    plain = sample(model, PROMPTS, 2, 6, generator=gen(), eos_id=1)
+    as_numpy = [np.array(p, dtype=np.int64) for p in PROMPTS]
+    for prompts in (as_numpy, [[np.int32(t) for t in p] for p in PROMPTS]):
+        again = sample(model, prompts, 2, 6, generator=gen(), eos_id=1)
+        assert all(torch.equal(a, b) for a, b in zip(plain, again))
+    one = sample(model, [np.int64(t) for t in PROMPTS[0]], 2, 6, generator=gen(), eos_id=1)
+    assert torch.equal(one[0], sample(model, PROMPTS[0], 2, 6, generator=gen(), eos_id=1)[0])
+    with pytest.raises(ValueError, match="list of int token ids"):
+        sample(model, [[5, 6.5]], 1, 5)
+

@@ -130,12 +130,16 @@ def check_temperature(temperature, name: str = "temperature") -> float:
 
 
 def _check_prompts(model, prompt_ids, max_new_tokens):
-    if isinstance(prompt_ids, torch.Tensor):
+    if hasattr(prompt_ids, "tolist") and not isinstance(prompt_ids, (list, tuple)):   # tensor, ndarray
         prompt_ids = prompt_ids.tolist()
     if not isinstance(prompt_ids, (list, tuple)) or len(prompt_ids) == 0:
         raise ValueError("prompt_ids must be a non-empty list of token-id lists")
-    if isinstance(prompt_ids[0], int):
+    if isinstance(prompt_ids[0], numbers.Integral):           # one prompt (NumPy ints too)
         prompt_ids = [prompt_ids]
+    prompt_ids = [p.tolist() if hasattr(p, "tolist") else p for p in prompt_ids]
+    for p in prompt_ids:
+        if not isinstance(p, (list, tuple)) or not all(isinstance(t, numbers.Integral) for t in p):
+            raise ValueError(f"each prompt must be a list of int token ids, got {p!r:.60}")
     V, L = model.cfg.vocab_size, model.cfg.max_len
     for p in prompt_ids:
         if len(p) == 0:

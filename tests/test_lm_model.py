@@ -181,3 +181,57 @@ def test_numpy_int_prompts_are_prompts(model):
     with pytest.raises(ValueError, match="list of int token ids"):
         sample(model, [[5, 6.5]], 1, 5)
 
+
+
+@pytest.fixture(scope="module")
+def peaked():
+    """A GPT over 8 tokens whose next-token distribution is far from uniform (scaled embeddings)."""
+    torch.manual_seed(4)
+    m = GPT(GPTConfig(vocab_size=8, n_layer=1, n_head=2, d_model=16, max_len=16)).eval()
+    with torch.no_grad():
+        m.tok_emb.weight.mul_(8.0)
+    return m
+
+
+def first_token_counts(model, prompt, temperature, top_p=1.0, n=20_000, seed=0):
+    tokens, logp, _ = sample(model, [prompt], n=n, max_new_tokens=1, temperature=temperature, top_p=top_p,
+                             generator=torch.Generator().manual_seed(seed), eos_id=0)
+    return torch.bincount(tokens[:, 0], minlength=model.cfg.vocab_size).double(), tokens[:, 0], logp[:, 0]
+
+
+@pytest.mark.parametrize("temperature", [0.7, 1.0, 1.5])
+def test_sampled_token_frequencies_follow_softmax_of_logits_over_t(peaked, temperature):
+    prompt = [3, 5, 2]
+    with torch.no_grad():
+        p = torch.softmax(peaked(torch.tensor([prompt]))[0, -1].double() / temperature, -1)
+    assert p.max() > 2 / len(p) and p.min() < 0.5 / len(p)          # far from uniform
+    counts, tokens, logp = first_token_counts(peaked, prompt, temperature)
+    n = counts.sum()
+    seen = p * n >= 5                                               # chi-square needs expected >= 5
+    chi2 = float((((counts - n * p) ** 2) / (n * p))[seen].sum())
+    dof = int(seen.sum()) - 1
+    assert chi2 < dof + 5 * (2 * dof) ** 0.5, (chi2, dof)          # ~ the 0.9999 quantile
+    assert counts[~seen].sum() <= 5 * max(1, int((~seen).sum()))   # rare tokens stay rare
+    assert torch.allclose(logp.double(), p.log()[tokens], atol=1e-5)  # and their log-probs are log p
+
+
+@pytest.mark.parametrize("top_p", [0.5, 0.8, 0.95])
+def test_top_p_samples_never_leave_the_nucleus_and_follow_its_renormalised_probs(peaked, top_p):
+    prompt = [6, 1]
+    T = 1.0
+    with torch.no_grad():
+        p = torch.softmax(peaked(torch.tensor([prompt]))[0, -1].double() / T, -1)
+    order = p.argsort(descending=True)
+    k = int((p[order].cumsum(0) < top_p).sum()) + 1                # the smallest set with mass >= top_p
+    nucleus = set(order[:k].tolist())
+    assert 1 <= k < len(p)                                         # the cut drops something
+    counts, tokens, logp = first_token_counts(peaked, prompt, T, top_p=top_p)
+    assert set(tokens.unique().tolist()) <= nucleus
+    q = torch.zeros_like(p)
+    q[order[:k]] = p[order[:k]] / p[order[:k]].sum()
+    n = counts.sum()
+    inside = q * n >= 5
+    chi2 = float((((counts - n * q) ** 2) / (n * q))[inside].sum())
+    dof = max(1, int(inside.sum()) - 1)
+    assert chi2 < dof + 5 * (2 * dof) ** 0.5, (chi2, dof)
+    assert torch.allclose(logp.double(), p.log()[tokens], atol=1e-5)  # log-probs are before truncation

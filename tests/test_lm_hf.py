@@ -125,7 +125,13 @@ def test_it_says_when_it_needs_the_network_or_a_gpu(monkeypatch):
 
 def test_bad_config(tiny):
     for changes, message in ((dict(lr=0.0), "lr"), (dict(lr=-1e-6), "lr"), (dict(lr=float("nan")), "lr"),
-                             (dict(G=1), "G >= 2"), (dict(reuse=0), "reuse")):
+                             (dict(G=1), "G >= 2"), (dict(reuse=0), "reuse"),
+                             (dict(temperature=0.0), "temperature .* got 0.0"),
+                             (dict(max_new_tokens=0), "max_new_tokens .* got 0"),
+                             (dict(eps_low=1.2), "eps_low .* got 1.2"),
+                             (dict(eps_high=float("nan")), "eps_high .* got nan"),
+                             (dict(beta=-0.04), "beta .* got -0.04"),
+                             (dict(aggregation="mean"), "aggregation")):
         with pytest.raises(ValueError, match=message):
             hf.run(small_config(tiny, **changes), verifier=digits)
 

@@ -36,7 +36,7 @@ from pathlib import Path
 
 import torch
 
-from grpo.lm.grpo import PRESETS, grpo_update, logprobs_at_temperature
+from grpo.lm.grpo import ADVANTAGES, AGGREGATIONS, PRESETS, grpo_update, logprobs_at_temperature
 from grpo.lm.model import check_temperature
 
 INSTRUCTION = "Solve the problem step by step. End with a line '#### <number>'."
@@ -346,6 +346,18 @@ def run(cfg: HFConfig, verifier=None, log=print):
         raise ValueError(f"lr must be a finite number > 0, got {cfg.lr}")
     if cfg.G < 2 or cfg.prompts < 1 or cfg.steps < 1 or cfg.reuse < 1 or cfg.chunk_groups < 1:
         raise ValueError(f"need G >= 2, prompts >= 1, steps >= 1, reuse >= 1, chunk_groups >= 1; got {cfg}")
+    check_temperature(cfg.temperature)
+    if cfg.max_new_tokens < 1:
+        raise ValueError(f"max_new_tokens must be >= 1, got {cfg.max_new_tokens}")
+    if not 0 < cfg.eps_low < 1:
+        raise ValueError(f"eps_low must be in (0, 1), got {cfg.eps_low!r}")
+    if cfg.eps_high is not None and not (cfg.eps_high > 0 and math.isfinite(cfg.eps_high)):
+        raise ValueError(f"eps_high must be None or a finite number > 0, got {cfg.eps_high!r}")
+    if not (cfg.beta >= 0 and math.isfinite(cfg.beta)):
+        raise ValueError(f"beta must be a finite number >= 0, got {cfg.beta!r}")
+    if cfg.advantage not in ADVANTAGES or cfg.aggregation not in AGGREGATIONS:
+        raise ValueError(f"advantage must be in {ADVANTAGES} and aggregation in {AGGREGATIONS}, got "
+                         f"{cfg.advantage!r}, {cfg.aggregation!r}")
     device = pick_device(cfg.device)
     torch.manual_seed(cfg.seed)
     rows = load_questions(cfg.gsm8k)

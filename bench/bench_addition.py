@@ -36,7 +36,8 @@ def main():
         for _ in range(REPEATS):
             model.load_state_dict(state)
             t = time.process_time()
-            sft(model, tok, train, val, replace(A.SFT_RECIPE, steps=steps, eval_every=10_000, eval_problems=1))
+            cfg = replace(A.SFT_RECIPE, steps=steps, eval_every=10_000, eval_problems=1)
+            sft(model, tok, train, val, cfg)
             best = min(best, time.process_time() - t)
         return best
 

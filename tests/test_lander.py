@@ -39,6 +39,22 @@ def test_a_short_training_run_is_deterministic(algo, cfg):
     assert not torch.equal(r1["final_state"]["0.weight"], r3["final_state"]["0.weight"])
 
 
+def test_a_tiny_a2c_run_takes_plain_policy_gradient_steps_and_is_deterministic():
+    """A2C_CONFIG: one gradient step per fresh rollout of 8 envs x 5 steps, so rho = 1 at every step
+    and the clip never engages; the run is seeded by its spec alone."""
+    spec = L.RunSpec("a2c", 5, 400, eval_every=200, val_episodes=2, test_episodes=2, config=L.A2C_CONFIG)
+    r1, r2 = L.train(spec), L.train(spec)
+    cfg = L.A2C_CONFIG
+    assert r1["iterations"] == 400 // (cfg.n_envs * cfg.n_steps) == 10 and r1["env_steps"] == 400
+    assert r1["clip_fraction_median"] == 0.0
+    assert r1["config"]["lam"] == 1.0 and r1["algo"] == "a2c"
+    start = L.make_actor(5).state_dict()
+    assert not torch.equal(start["4.weight"], r1["final_state"]["4.weight"])    # it did learn something
+    for k in r1["final_state"]:
+        assert torch.equal(r1["final_state"][k], r2["final_state"][k])
+    assert r1["test_det"] == r2["test_det"] and r1["test_sampled"] == r2["test_sampled"]
+
+
 def test_outcome_advantage_is_the_group_zscore_broadcast_with_equal_weight_per_episode():
     returns = np.array([10.0, -30.0, 5.0, 5.0, 1.0, 2.0])
     adv = L.outcome_advantages(returns, group_size=3)
@@ -67,13 +83,70 @@ def test_process_advantage_on_a_hand_example():
     assert np.allclose(adv[0], [-1 / s + 0.0, 0.0]) and np.allclose(adv[1], [1 / s])
 
 
-def test_gae_with_lambda_one_is_the_discounted_return_minus_value():
+def test_gae_with_lambda_one_is_the_discounted_return():
     r = np.array([[1.0], [2.0], [3.0]])
     v = np.array([[0.5], [0.5], [0.5]])
     dones = np.array([[False], [True], [False]])
-    adv, ret = L.gae(r, v, dones, last_values=np.array([10.0]), gamma=0.9, lam=1.0)
+    _, ret = L.gae(r, v, dones, last_values=np.array([10.0]), gamma=0.9, lam=1.0)
     assert np.allclose(ret[:, 0], [1 + 0.9 * 2, 2.0, 3 + 0.9 * 10])     # the done cuts the sum
-    assert np.allclose(adv, ret - v)
+
+
+def lambda_return_advantages(rewards, values, next_values, ends, gamma, lam):
+    """Brute force for one env: A_t = G_t^lambda - V(s_t), G^lambda the (1 - lam)-weighted mean of the
+    n-step returns G^(n) = sum_k<n gamma^k r_{t+k} + gamma^n V(s_{t+n}), truncated at the episode's end.
+    ``next_values[t]`` is V of the state after step t (0 after a terminal step), ``ends[t]`` says an
+    episode (or the rollout) ends after step t."""
+    T = len(rewards)
+    adv = np.zeros(T)
+    for t in range(T):
+        e = next(j for j in range(t, T) if ends[j])                 # the last step of t's episode
+        N = e - t + 1
+        n_step = [sum(gamma ** k * rewards[t + k] for k in range(n)) + gamma ** n * next_values[t + n - 1]
+                  for n in range(1, N + 1)]
+        g_lam = ((1 - lam) * sum(lam ** (n - 1) * n_step[n - 1] for n in range(1, N))
+                 + lam ** (N - 1) * n_step[-1])
+        adv[t] = g_lam - values[t]
+    return adv
+
+
+def test_gae_with_lambda_below_one_equals_the_lambda_return_by_brute_force():
+    rng = np.random.default_rng(0)
+    T, N, gamma, lam = 9, 3, 0.9, 0.7
+    r, v = rng.normal(size=(T, N)), rng.normal(size=(T, N))
+    dones = np.zeros((T, N), bool)
+    dones[2, 0] = dones[6, 0] = dones[4, 1] = True                 # env 2 runs through the rollout
+    last = rng.normal(size=N)
+    adv, ret = L.gae(r, v, dones, last, gamma, lam)
+    for i in range(N):
+        next_v = np.append(v[1:, i], last[i]) * ~dones[:, i]        # V(s_{t+1}), 0 after a terminal
+        ends = dones[:, i].copy()
+        ends[-1] = True                                             # the rollout's end bootstraps V
+        brute = lambda_return_advantages(r[:, i], v[:, i], next_v, ends, gamma, lam)
+        assert np.allclose(adv[:, i], brute, atol=1e-12)
+    assert np.allclose(ret, adv + v)
+
+
+def test_the_time_limit_bootstrap_treats_truncation_as_a_cut_not_a_terminal():
+    """train_actor_critic adds gamma * V(final obs) to the reward of a step the time limit cut, then
+    runs GAE with that step done: the same advantages as an episode that goes on to a state of value
+    V(final obs) and is cut there (brute force), not those of a crash (value 0)."""
+    rng = np.random.default_rng(1)
+    T, gamma, lam = 8, 0.99, 0.9
+    r, v = rng.normal(size=(T, 1)), rng.normal(size=(T, 1))
+    dones = np.zeros((T, 1), bool)
+    dones[4, 0] = True                                              # truncated after step 4
+    v_final, last = 3.0, np.array([0.5])
+    boot = r.copy()
+    boot[4, 0] += gamma * v_final                                   # what the trainer does
+    adv, _ = L.gae(boot, v, dones, last, gamma, lam)
+    next_v = np.append(v[1:, 0], last)
+    next_v[4] = v_final                                             # the state the limit cut off
+    ends = dones[:, 0].copy()
+    ends[-1] = True
+    assert np.allclose(adv[:, 0], lambda_return_advantages(r[:, 0], v[:, 0], next_v, ends, gamma, lam))
+    terminal, _ = L.gae(r, v, dones, last, gamma, lam)
+    assert not np.allclose(adv[:5], terminal[:5])                   # a terminal would differ there
+    assert np.allclose(adv[5:], terminal[5:])                       # the next episode is unaffected
 
 
 def test_grpo_loss_and_its_gradient_match_a_hand_computation():
@@ -167,6 +240,40 @@ def test_bad_input_raises_value_error():
         L.outcome_advantages([1.0, np.nan], group_size=2)
     with pytest.raises(ValueError, match="positive"):
         L.step_weights([3, 0])
+
+
+@pytest.mark.parametrize("algo, cfg, match", [
+    ("ppo", L.ActorCriticConfig(clip=1.5), "clip must be in \\(0, 1\\), got 1.5"),
+    ("ppo", L.ActorCriticConfig(clip=0.0), "clip must be in \\(0, 1\\), got 0.0"),
+    ("ppo", L.ActorCriticConfig(gamma=2.0), "gamma must be in \\(0, 1\\], got 2.0"),
+    ("a2c", L.ActorCriticConfig(lam=-0.1), "lam must be in \\[0, 1\\], got -0.1"),
+    ("ppo", L.ActorCriticConfig(max_grad_norm=float("nan")), "max_grad_norm must be > 0, got nan"),
+    ("ppo", L.ActorCriticConfig(ent_coef=-0.01), "ent_coef must be >= 0, got -0.01"),
+    ("grpo", L.GRPOConfig(beta=-1.0), "beta must be >= 0, got -1.0"),
+    ("grpo", L.GRPOConfig(clip=1.5), "clip must be in \\(0, 1\\), got 1.5"),
+    ("grpo", L.GRPOConfig(ref_every=0), "ref_every must be >= 1, got 0"),
+    ("grpo_process", L.GRPOConfig(), "outcome GRPO under the wrong label"),
+    ("grpo", L.GRPOConfig(process=True), "process GRPO under the wrong label"),
+    ("grpo", L.ActorCriticConfig(), "needs a config of type GRPOConfig"),
+    ("ppo", L.GRPOConfig(), "needs a config of type ActorCriticConfig"),
+])
+def test_a_bad_spec_is_refused_before_any_env_step(algo, cfg, match):
+    with pytest.raises(ValueError, match=match):
+        L.train(L.RunSpec(algo, 0, 100, config=cfg))
+
+
+def test_the_default_specs_and_the_a2c_config_pass_the_checks():
+    for algo in L.ALGOS:
+        L._check_spec(L.RunSpec(algo, 0, 100))
+    L._check_spec(L.RunSpec("a2c", 0, 100, config=L.A2C_CONFIG))
+
+
+def test_summarize_needs_runs_of_one_algorithm():
+    with pytest.raises(ValueError, match="at least one run"):
+        L.summarize([])
+    run = {"test_det": [1.0], "test_sampled": [1.0], "start_entropy": 1.0, "iterations": 1}
+    with pytest.raises(ValueError, match="one algorithm"):
+        L.summarize([{**run, "algo": "ppo"}, {**run, "algo": "a2c"}])
 
 
 def test_fly_returns_downscaled_frames_one_per_step_plus_the_start():

@@ -6,8 +6,8 @@ from fractions import Fraction
 import pytest
 
 from grpo.lm.data import (answer_only, check_annotations, extract_answer, load_gsm8k, load_gsm8k_hf,
-                          make_problem, make_splits, normalize_number, read_jsonl, reward, safe_arith,
-                          write_jsonl)
+                          make_problem, make_splits, normalize_number, read_jsonl, reference_answer, reward,
+                          safe_arith, write_jsonl)
 
 
 @pytest.mark.parametrize("text, expected", [
@@ -163,3 +163,16 @@ def test_answer_only_keeps_the_question_and_the_final_number():
     assert answer_only([{"question": "q", "answer": "so #### 1,200"}])[0]["answer"] == "#### 1200"
     with pytest.raises(ValueError, match="####"):
         answer_only([{"question": "q", "answer": "no final line"}])
+
+
+@pytest.mark.parametrize("answer, ref", [("x <<2+2=4>>4\n#### 4", "4"), ("#### 1,200", "1200"), (72, "72"),
+                                         ("72", "72"), ("#### -0", "0")])
+def test_reference_answer_reads_a_reference(answer, ref):
+    assert reference_answer(answer) == ref
+
+
+@pytest.mark.parametrize("answer", ["#### seventy", "no number", None, "#### " + "9" * 80, "", "#### "])
+def test_an_unreadable_reference_is_an_error_not_a_silent_zero(answer):
+    with pytest.raises(ValueError, match="reference answer has no readable number"):
+        reference_answer(answer)
+    assert reward("#### 7", answer) == 0.0           # reward itself still never raises

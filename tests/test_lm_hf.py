@@ -5,6 +5,7 @@ import random
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
@@ -124,16 +125,47 @@ def test_it_says_when_it_needs_the_network_or_a_gpu(monkeypatch):
 
 def test_bad_config(tiny):
     for changes, message in ((dict(lr=0.0), "lr"), (dict(lr=-1e-6), "lr"), (dict(lr=float("nan")), "lr"),
-                             (dict(G=1), "G >= 2"), (dict(reuse=0), "reuse")):
+                             (dict(G=1), "G >= 2"), (dict(reuse=0), "reuse"),
+                             (dict(temperature=0.0), "temperature .* got 0.0"),
+                             (dict(max_new_tokens=0), "max_new_tokens .* got 0"),
+                             (dict(eps_low=1.2), "eps_low .* got 1.2"),
+                             (dict(eps_high=float("nan")), "eps_high .* got nan"),
+                             (dict(beta=-0.04), "beta .* got -0.04"),
+                             (dict(aggregation="mean"), "aggregation")):
         with pytest.raises(ValueError, match=message):
             hf.run(small_config(tiny, **changes), verifier=digits)
 
 
-def test_defaults_are_the_published_settings():
-    cfg = hf.parse_args([])
-    assert (cfg.G, cfg.beta, cfg.lr, cfg.eps_low, cfg.aggregation) == (16, 0.04, 1e-6, 0.2, "sequence")
-    dapo = hf.parse_args(["--preset", "dapo", "--G", "8"])
-    assert (dapo.eps_high, dapo.aggregation, dapo.beta, dapo.G) == (0.28, "token", 0.0, 8)
+def test_command_line_no_flags_gives_the_config_defaults():
+    assert hf.parse_args([]) == hf.HFConfig()
+
+
+def test_explicit_flags_win_over_the_preset():
+    dapo = hf.parse_args(["--preset", "dapo", "--beta", "0.01"])
+    assert dapo.beta == 0.01                                  # the flag, not the preset's 0.0
+    assert dapo == hf.HFConfig(**{**hf.PRESETS["dapo"], "beta": 0.01})   # the rest is the preset's
+    # the order on the command line does not matter, and a flag equal to the default still counts
+    assert hf.parse_args(["--beta", "0.01", "--preset", "dapo"]) == dapo
+    assert hf.parse_args(["--preset", "dapo", "--eps_high", "0.2"]).eps_high == 0.2
+    assert hf.parse_args(["--preset", "dapo", "--aggregation", "sequence"]).aggregation == "sequence"
+    assert hf.parse_args(["--preset", "dapo", "--eps_high", "none"]).eps_high is None
+    assert hf.parse_args(["--preset", "dapo", "--G", "8"]).G == 8
+
+
+@pytest.mark.parametrize("text, value", [("true", True), ("True", True), ("1", True), ("yes", True),
+                                         ("false", False), ("FALSE", False), ("0", False), ("no", False)])
+def test_booleans_parse_strictly(text, value):
+    assert hf.parse_args(["--kl_ratio", text]).kl_ratio is value
+    assert hf.parse_args(["--clip", text]).clip is value
+
+
+@pytest.mark.parametrize("argv", [["--kl_ratio", "ture"], ["--clip", "off"], ["--clip", ""],
+                                  ["--eps_high", "nan-ish"], ["--preset", "ppo"]])
+def test_bad_flags_are_argparse_errors(argv, capsys):
+    with pytest.raises(SystemExit) as e:
+        hf.parse_args(argv)
+    assert e.value.code == 2
+    assert f"argument {argv[0]}" in capsys.readouterr().err
 
 
 class EosBiased(torch.nn.Module):
@@ -216,3 +248,34 @@ def test_sampler_bad_input(tiny):
             hf.sample_completions(model, *args, eos_id=tokenizer.eos_token_id)
     with pytest.raises(ValueError, match="tokens must be"):
         hf.group_logprobs(model, prompt_ids, prompt_mask, torch.zeros(4, 5, dtype=torch.long), 1.0)
+
+
+def test_sampler_refuses_right_padded_prompts_and_boolean_temperatures(tiny):
+    model, tokenizer, prompt_ids, prompt_mask = fast_path_inputs(tiny)
+    assert (prompt_mask == 0).any()                           # the fixture's prompts are padded
+    tokenizer.padding_side = "right"
+    texts = [hf.prompt_text(tokenizer, q) for q in ["What is 2 + 3?", "Ava has 12 apples. How many?"]]
+    enc = tokenizer(texts, return_tensors="pt", padding=True)
+    tokenizer.padding_side = "left"
+    for ids, mask in ((enc.input_ids, enc.attention_mask), (prompt_ids, prompt_mask.flip(1))):
+        with pytest.raises(ValueError, match="not left-padded"):
+            hf.sample_completions(model, ids, mask, 2, 1.0, 4, eos_id=tokenizer.eos_token_id)
+        with pytest.raises(ValueError, match="not left-padded"):
+            hf.group_logprobs(model, ids, mask, torch.zeros(2 * len(ids), 3, dtype=torch.long), 1.0)
+    with pytest.raises(ValueError, match="got True"):
+        hf.sample_completions(model, prompt_ids, prompt_mask, 2, True, 4, eos_id=tokenizer.eos_token_id)
+    runs = [hf.sample_completions(model, prompt_ids, prompt_mask, 2, t, 4, eos_id=tokenizer.eos_token_id,
+                                  generator=torch.Generator().manual_seed(0)) for t in (np.float32(0.5), 0.5)]
+    assert all(torch.equal(a, b) for a, b in zip(*runs))
+
+
+def test_grpo_step_needs_one_answer_per_question(tiny):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    model = AutoModelForCausalLM.from_pretrained(tiny / "model")
+    tokenizer = AutoTokenizer.from_pretrained(tiny / "model")
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    cfg = small_config(tiny)
+    with pytest.raises(ValueError, match="2 questions, 1 answers"):
+        hf.grpo_step(model, None, tokenizer, optimizer, ["1 + 1?", "2 + 2?"], ["#### 2"], cfg, digits)
+    with pytest.raises(ValueError, match="reference answer"):      # chapter 7's verifier: readable refs
+        hf.grpo_step(model, None, tokenizer, optimizer, ["1 + 1?"], ["#### two"], cfg)

@@ -1,11 +1,13 @@
 """The tokenizer, the decoder, its KV-cache sampler, log-probs and checkpoints (lib/grpo/lm)."""
 import hashlib
 
+import numpy as np
+
 import pytest
 import torch
 
 from grpo.lm.data import make_splits
-from grpo.lm.model import GPT, GPTConfig, greedy, join, load, sample, save, token_logprobs
+from grpo.lm.model import GPT, GPTConfig, check_temperature, greedy, join, load, sample, save, token_logprobs
 from grpo.lm.tokenizer import Tokenizer
 
 
@@ -127,3 +129,109 @@ def test_checkpoint_round_trip_is_byte_stable(model, tmp_path):
     files = ("a.safetensors", "b.safetensors")
     digest = [hashlib.sha256((tmp_path / f).read_bytes()).digest() for f in files]
     assert digest[0] == digest[1]
+
+
+@pytest.mark.parametrize("changes, match", [(dict(d_model=16, n_head=3), "multiple of n_head"),
+                                            (dict(n_head=0), "n_head must be an int >= 1, got 0"),
+                                            (dict(n_layer=2.5), "n_layer must be an int"),
+                                            (dict(max_len=True), "max_len must be an int"),
+                                            (dict(vocab_size=-1), "vocab_size must be an int >= 1")])
+def test_gpt_config_is_checked_when_made(changes, match):
+    with pytest.raises(ValueError, match=match):
+        GPTConfig(**{"vocab_size": 300, **changes})
+    GPTConfig(vocab_size=300, d_model=18, n_head=3)          # a multiple is fine
+
+
+def test_join_refuses_tokens_that_do_not_match_the_prompts(model):
+    tokens, _, mask = sample(model, PROMPTS, n=2, max_new_tokens=5,
+                             generator=torch.Generator().manual_seed(0),
+                             eos_id=1)
+    join(PROMPTS, 2, tokens, mask)
+    with pytest.raises(ValueError, match="need 6 rows"):
+        join(PROMPTS, 2, tokens[:4], mask[:4])              # zip would have dropped two rows
+    with pytest.raises(ValueError, match="mask"):
+        join(PROMPTS, 2, tokens, mask[:, :-1])
+
+
+def test_temperatures_numpy_floats_pass_and_booleans_fail(model):
+    assert check_temperature(np.float32(0.5)) == 0.5 and check_temperature(2) == 2.0
+    assert type(check_temperature(np.float64(0.7))) is float
+    for bad in (True, 0.0, -1.0, float("nan"), float("inf"), "0.7", None):
+        with pytest.raises(ValueError, match="temperature must be a finite number > 0"):
+            check_temperature(bad)
+    tokens, _, mask = sample(model, PROMPTS, n=2, max_new_tokens=5,
+                             generator=torch.Generator().manual_seed(0),
+                             eos_id=1)
+    ids, cmask = join(PROMPTS, 2, tokens, mask)
+    half = token_logprobs(model, ids, cmask, 0.5)
+    assert torch.equal(token_logprobs(model, ids, cmask, np.float32(0.5)), half)
+    with pytest.raises(ValueError, match="got True"):
+        token_logprobs(model, ids, cmask, True)
+
+
+def test_numpy_int_prompts_are_prompts(model):
+    gen = lambda: torch.Generator().manual_seed(1)                              # noqa: E731
+    plain = sample(model, PROMPTS, 2, 6, generator=gen(), eos_id=1)
+    as_numpy = [np.array(p, dtype=np.int64) for p in PROMPTS]
+    for prompts in (as_numpy, [[np.int32(t) for t in p] for p in PROMPTS]):
+        again = sample(model, prompts, 2, 6, generator=gen(), eos_id=1)
+        assert all(torch.equal(a, b) for a, b in zip(plain, again))
+    one = sample(model, [np.int64(t) for t in PROMPTS[0]], 2, 6, generator=gen(), eos_id=1)
+    assert torch.equal(one[0], sample(model, PROMPTS[0], 2, 6, generator=gen(), eos_id=1)[0])
+    with pytest.raises(ValueError, match="list of int token ids"):
+        sample(model, [[5, 6.5]], 1, 5)
+
+
+
+@pytest.fixture(scope="module")
+def peaked():
+    """A GPT over 8 tokens whose next-token distribution is far from uniform (scaled embeddings)."""
+    torch.manual_seed(4)
+    m = GPT(GPTConfig(vocab_size=8, n_layer=1, n_head=2, d_model=16, max_len=16)).eval()
+    with torch.no_grad():
+        m.tok_emb.weight.mul_(8.0)
+    return m
+
+
+def first_token_counts(model, prompt, temperature, top_p=1.0, n=20_000, seed=0):
+    tokens, logp, _ = sample(model, [prompt], n=n, max_new_tokens=1, temperature=temperature, top_p=top_p,
+                             generator=torch.Generator().manual_seed(seed), eos_id=0)
+    return torch.bincount(tokens[:, 0], minlength=model.cfg.vocab_size).double(), tokens[:, 0], logp[:, 0]
+
+
+@pytest.mark.parametrize("temperature", [0.7, 1.0, 1.5])
+def test_sampled_token_frequencies_follow_softmax_of_logits_over_t(peaked, temperature):
+    prompt = [3, 5, 2]
+    with torch.no_grad():
+        p = torch.softmax(peaked(torch.tensor([prompt]))[0, -1].double() / temperature, -1)
+    assert p.max() > 2 / len(p) and p.min() < 0.5 / len(p)          # far from uniform
+    counts, tokens, logp = first_token_counts(peaked, prompt, temperature)
+    n = counts.sum()
+    seen = p * n >= 5                                               # chi-square needs expected >= 5
+    chi2 = float((((counts - n * p) ** 2) / (n * p))[seen].sum())
+    dof = int(seen.sum()) - 1
+    assert chi2 < dof + 5 * (2 * dof) ** 0.5, (chi2, dof)          # ~ the 0.9999 quantile
+    assert counts[~seen].sum() <= 5 * max(1, int((~seen).sum()))   # rare tokens stay rare
+    assert torch.allclose(logp.double(), p.log()[tokens], atol=1e-5)  # and their log-probs are log p
+
+
+@pytest.mark.parametrize("top_p", [0.5, 0.8, 0.95])
+def test_top_p_samples_never_leave_the_nucleus_and_follow_its_renormalised_probs(peaked, top_p):
+    prompt = [6, 1]
+    T = 1.0
+    with torch.no_grad():
+        p = torch.softmax(peaked(torch.tensor([prompt]))[0, -1].double() / T, -1)
+    order = p.argsort(descending=True)
+    k = int((p[order].cumsum(0) < top_p).sum()) + 1                # the smallest set with mass >= top_p
+    nucleus = set(order[:k].tolist())
+    assert 1 <= k < len(p)                                         # the cut drops something
+    counts, tokens, logp = first_token_counts(peaked, prompt, T, top_p=top_p)
+    assert set(tokens.unique().tolist()) <= nucleus
+    q = torch.zeros_like(p)
+    q[order[:k]] = p[order[:k]] / p[order[:k]].sum()
+    n = counts.sum()
+    inside = q * n >= 5
+    chi2 = float((((counts - n * q) ** 2) / (n * q))[inside].sum())
+    dof = max(1, int(inside.sum()) - 1)
+    assert chi2 < dof + 5 * (2 * dof) ** 0.5, (chi2, dof)
+    assert torch.allclose(logp.double(), p.log()[tokens], atol=1e-5)  # log-probs are before truncation

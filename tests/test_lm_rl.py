@@ -42,6 +42,21 @@ def test_pass_at_k_matches_hand_counts():
         pass_at_k(correct, 5)
 
 
+@pytest.mark.parametrize("correct", [[[2, 0, 0]], [[1, 0, 0.5]], [[1, 0, float("nan")]], [[-1, 1, 0]]])
+def test_pass_at_k_takes_only_0_1_entries(correct):
+    with pytest.raises(ValueError, match="0/1"):
+        pass_at_k(correct, 1)
+
+
+def test_pass_at_k_takes_a_2d_array_and_an_int_k():
+    assert pass_at_k(np.array([[True, False]]), 1) == 0.5 == pass_at_k([[1.0, 0.0]], 1)
+    for correct in ([1, 0, 1], np.zeros((0, 3))):
+        with pytest.raises(ValueError, match="problems, n"):
+            pass_at_k(correct, 1)
+    with pytest.raises(ValueError, match="k"):
+        pass_at_k([[1, 0]], 1.5)
+
+
 def test_score_verifier_and_short():
     p = {"answer": "2+2=<<2+2=4>>4\n#### 4"}
     assert score(p, "so #### 4") == 1.0 and score(p, "#### 5") == 0.0
@@ -54,7 +69,22 @@ def test_score_verifier_and_short():
                                         (dict(reward="long"), "reward"),
                                         (dict(answer_format="cot"), "answer_format"),
                                         (dict(train_pool=2), "train_pool"),
-                                        (dict(train_pool=-1), "train_pool")])
+                                        (dict(train_pool=-1), "train_pool"),
+                                        (dict(warmup=-1), "warmup .* got -1"),
+                                        (dict(eval_problems=0), "eval_problems .* got 0"),
+                                        (dict(eval_samples=0), "eval_samples .* got 0"),
+                                        (dict(final_samples=-2), "final_samples .* got -2"),
+                                        (dict(max_new_tokens=0), "max_new_tokens .* got 0"),
+                                        (dict(temperature=0.0), "temperature .* got 0.0"),
+                                        (dict(temperature=float("inf")), "temperature .* got inf"),
+                                        (dict(temperature=True), "temperature .* got True"),
+                                        (dict(eval_temperature=-0.7), "eval_temperature .* got -0.7"),
+                                        (dict(eps_low=1.0), "eps_low .* got 1.0"),
+                                        (dict(eps_low=-0.2), "eps_low .* got -0.2"),
+                                        (dict(eps_high=-0.28), "eps_high .* got -0.28"),
+                                        (dict(beta=-0.04), "beta .* got -0.04"),
+                                        (dict(beta=float("nan")), "beta .* got nan"),
+                                        (dict(grad_clip=0.0), "grad_clip .* got 0.0")])
 def test_bad_config_is_a_clear_error(setup, bad, match):
     train, test, tok = setup
     with pytest.raises(ValueError, match=match):
@@ -106,8 +136,10 @@ def test_dynamic_sampling_with_no_informative_group_still_steps(setup):
 def test_evaluate_reports_greedy_and_sampled(setup):
     train, test, tok = setup
     e = evaluate(tiny_model(tok), tok, test[:3], samples=2, seed=0)
-    assert set(e) == {"greedy", "sampled"} and all(0.0 <= v <= 1.0 for v in e.values())
+    assert set(e) == {"greedy", "sampled"}
     assert e == evaluate(tiny_model(tok), tok, test[:3], samples=2, seed=0)
+    # greedy decoding uses no randomness: the seed moves only the sampled number
+    assert evaluate(tiny_model(tok), tok, test[:3], samples=2, seed=7)["greedy"] == e["greedy"]
 
 
 def test_a_pool_run_practises_only_the_pool_and_evaluates_it(setup):
@@ -117,5 +149,60 @@ def test_a_pool_run_practises_only_the_pool_and_evaluates_it(setup):
     out = train_grpo(tiny_model(tok), tok, poisoned, test, RunConfig(**TINY, train_pool=3, beta=0.0))
     ev = out["evals"]
     assert len(ev["pool_greedy"]) == len(ev["pool_sampled"]) == len(ev["iteration"]) == 3
-    assert all(0.0 <= v <= 1.0 for v in ev["pool_greedy"] + ev["pool_sampled"])
     assert "pool_greedy" not in train_grpo(tiny_model(tok), tok, train, test, RunConfig(**TINY))["evals"]
+
+
+def capture_updates(monkeypatch):
+    """Wrap train_grpo's grpo_update: record each batch's rewards and, before any step, how far the
+    fresh log-probs of pi_theta are from the sampler's pi_old."""
+    import grpo.lm.rl as rl
+    seen = []
+
+    def spy(logprobs, optimizer, mask, rewards, logp_old=None, **kw):
+        with torch.no_grad():
+            fresh = logprobs(slice(0, mask.shape[0]))[0]
+        gap = float(((fresh - logp_old).abs() * mask).max())
+        seen.append({"rewards": rewards.clone(), "gap": gap, "tokens": int(mask.sum())})
+        return real(logprobs, optimizer, mask, rewards, logp_old=logp_old, **kw)
+
+    real = rl.grpo_update
+    monkeypatch.setattr(rl, "grpo_update", spy)
+    return seen
+
+
+def test_the_first_pass_at_reuse_1_is_on_policy(setup, monkeypatch):
+    """At reuse 1 the only pass sees pi_theta == pi_old: the sampler's log-probs are a fresh forward's
+    (|logp - old| < 1e-5 on every completion token) and the clip never engages."""
+    train, test, tok = setup
+    seen = capture_updates(monkeypatch)
+    cfg = RunConfig(**TINY, reward="short", beta=0.0, lr=1e-2)
+    out = train_grpo(tiny_model(tok, sft_steps=40, train=train), tok, train, test, cfg)
+    assert len(seen) == cfg.iterations and all(s["tokens"] > 0 for s in seen)
+    assert max(s["gap"] for s in seen) < 1e-5
+    assert any((s["rewards"] != s["rewards"][:, :1]).any() for s in seen)      # advantages were not all 0
+    assert out["log"]["clip_fraction"] == [0.0] * cfg.iterations
+
+
+def test_dynamic_sampling_with_some_informative_groups_trains_on_those_only(setup, monkeypatch):
+    """Problems whose answer is even get a reward with contrast (the text's length parity), the others
+    0 for every completion: the loop must drop those degenerate groups and fill the batch from later
+    draws, as grpo.dynamic_sampling does."""
+    import grpo.lm.rl as rl
+    train, test, tok = setup
+
+    def contrast_for_even_answers(problem, text, kind="verifier", max_new_tokens=96, length=0):
+        return float(len(text) % 2) if int(problem["answer"].split("####")[-1]) % 2 == 0 else 0.0
+
+    monkeypatch.setattr(rl, "score", contrast_for_even_answers)
+    seen = capture_updates(monkeypatch)
+    cfg = RunConfig(**TINY, beta=0.0, dynamic_sampling=True)
+    log = train_grpo(tiny_model(tok), tok, train, test, cfg)["log"]
+    assert any(d > 0 for d in log["degenerate_fraction"])               # degenerate groups were drawn
+    for s in seen:
+        r = s["rewards"]
+        assert r.shape == (cfg.prompts, cfg.G)
+        assert not (r == r[:, :1]).all(1).any()                           # no degenerate group kept
+    seen.clear()
+    train_grpo(tiny_model(tok), tok, train, test, RunConfig(**TINY, beta=0.0))
+    assert any((s["rewards"] == s["rewards"][:, :1]).all(1).any() for s in seen)   # without it: kept
+

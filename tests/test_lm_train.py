@@ -54,7 +54,7 @@ def test_sft_lowers_the_loss_and_is_deterministic(setup):
     assert runs[0] == runs[1]
     h = runs[0]
     assert sum(h["loss"][-5:]) < 0.7 * sum(h["loss"][:5])
-    assert h["eval_step"] == [15, 30] and all(0 <= a <= 1 for a in h["eval_greedy"])
+    assert h["eval_step"] == [15, 30] and len(h["eval_greedy"]) == 2
     assert all(math.isfinite(x) for x in h["loss"])
 
 
@@ -88,3 +88,41 @@ def test_load_sft(tmp_path):
     assert twin.cfg == model.cfg and not torch.equal(twin.tok_emb.weight, model.tok_emb.weight)
     prompt = encode_problem(tok, make_splits(0, 1, seed=0)[1][0])[0]
     assert model(torch.tensor([prompt])).shape == (1, len(prompt), tok.vocab_size)
+
+
+def test_rewards_refuses_mismatched_lengths_and_unreadable_references(setup):
+    _, test, _ = setup
+    right = [[test[0]["answer"]], [test[1]["answer"]]]
+    assert rewards(test[:2], right).tolist() == [[1.0], [1.0]]
+    with pytest.raises(ValueError, match="2 problems, 1 rows"):
+        rewards(test[:2], right[:1])                   # zip would have dropped problem 1
+    with pytest.raises(ValueError, match="1 problems, 2 rows"):
+        rewards(test[:1], right)
+    with pytest.raises(ValueError, match="at least one problem"):
+        rewards([], [])
+    with pytest.raises(ValueError, match="rows"):
+        rewards(test[:1], ["#### 3"])                  # a row, not a string (its characters)
+    with pytest.raises(ValueError, match="reference answer"):
+        rewards([{"question": "q", "answer": "#### many"}], [["#### 3"]])
+
+
+def test_greedy_completions_refuse_n_above_one(setup):
+    _, test, tok = setup
+    model = GPT(GPTConfig(vocab_size=tok.vocab_size, n_layer=1, n_head=2, d_model=32, max_len=160)).eval()
+    with pytest.raises(ValueError, match="one completion per problem, not n = 3"):
+        completions(model, tok, test[:2], n=3)
+
+
+def test_sft_refuses_an_empty_eval_set_and_a_problem_longer_than_the_context(setup):
+    train, test, tok = setup
+    model = GPT(GPTConfig(vocab_size=tok.vocab_size, n_layer=1, n_head=2, d_model=32, max_len=160))
+    cfg = SFTConfig(steps=2, batch_size=4, eval_every=1)
+    with pytest.raises(ValueError, match="non-empty evals"):
+        sft(model, tok, train[:8], [], cfg)               # was NaN accuracy
+    with pytest.raises(ValueError, match="eval_problems"):
+        sft(model, tok, train[:8], test, SFTConfig(steps=2, eval_problems=0))
+    short = GPT(GPTConfig(vocab_size=tok.vocab_size, n_layer=1, n_head=2, d_model=32, max_len=16))
+    before = {k: v.clone() for k, v in short.state_dict().items()}
+    with pytest.raises(ValueError, match="max_len"):
+        sft(short, tok, train[:8], test, cfg)
+    assert all(torch.equal(before[k], v) for k, v in short.state_dict().items())    # before any step

@@ -88,7 +88,8 @@ def batch(seed, B=4, G=4, T=8, dtype=torch.float64):
 
 
 # (TRL loss_type, our options): DeepSeekMath's sequence mean, Dr. GRPO's constant, DAPO's tokens
-CASES = [("grpo", PRESETS["grpo"]), ("dr_grpo", PRESETS["dr_grpo"]), ("dapo", PRESETS["dapo"]),
+CASES = [("grpo", dict(PRESETS["grpo"])), ("dr_grpo", dict(PRESETS["dr_grpo"])),
+         ("dapo", dict(PRESETS["dapo"])),
          ("dr_grpo", {**PRESETS["dr_grpo"], "beta": 0.04}), ("dapo", {**PRESETS["dapo"], "beta": 0.04}),
          ("grpo", {**PRESETS["grpo"], "eps_high": 0.28, "advantage": "center"}),
          ("dr_grpo", {**PRESETS["dr_grpo"], "max_tokens": 11})]
@@ -155,14 +156,14 @@ def test_kl_ratio_equals_trls_default_bias_corrected_kl(trainer, loss_type, opti
         trainer.args.use_bias_correction_kl = False
     theirs.backward()
     x = logp.clone().requires_grad_()
-    ours, _ = grpo_loss(x, logp_old, logp_ref, mask, rewards, kl_ratio=True, **options)
+    ours, _ = grpo_loss(x, logp_old, logp_ref, mask, rewards, **{**options, "kl_ratio": True})
     ours.backward()
     assert abs(ours.item() - theirs.item()) < PARITY_TOL
     assert (x.grad - y.grad).abs().max().item() < PARITY_TOL
     z = logp.clone().requires_grad_()                     # on-policy the value is the same,
     plain, _ = grpo_loss(z, logp, logp_ref, mask, rewards, **options)
     w = logp.clone().requires_grad_()
-    weighted, _ = grpo_loss(w, logp, logp_ref, mask, rewards, kl_ratio=True, **options)
+    weighted, _ = grpo_loss(w, logp, logp_ref, mask, rewards, **{**options, "kl_ratio": True})
     plain.backward()
     weighted.backward()
     assert abs(plain.item() - weighted.item()) < PARITY_TOL
@@ -192,15 +193,24 @@ def test_one_offline_trl_step_with_our_verifier(tiny, tmp_path):
     rows = [data.make_problem(random.Random(i), 1) for i in range(2)]
     dataset = trl_dataset(rows, tokenizer)
     assert dataset[0] == {"prompt": prompt_text(tokenizer, rows[0]["question"]), "answer": rows[0]["answer"]}
-    trainer = make_trainer(model_dir, tokenizer, tmp_path, trl_reward(), dataset=dataset, beta=0.04,
+    calls = []
+
+    def spy(completion, answer):                          # chapter 7's verifier, watched
+        calls.append((completion, answer))
+        return data.reward(completion, answer)
+
+    trainer = make_trainer(model_dir, tokenizer, tmp_path, trl_reward(spy), dataset=dataset, beta=0.04,
                            loss_type="grpo")
-    before = {k: v.clone() for k, v in trainer.model.state_dict().items()}
     trainer.train()
     log = trainer.state.log_history[0]
     assert math.isfinite(log["loss"]) and log["step"] == 1
-    assert log["rewards/gsm8k_reward/mean"] == 0.0         # a random model does not answer
-    assert log["frac_reward_zero_std"] == 1.0              # so every group is degenerate
-    assert all(torch.equal(before[k], v) for k, v in trainer.model.state_dict().items())
+    # TRL hands our adapter every completion with its own row's reference, G = 4 per prompt
+    assert len(calls) == 8 and all(isinstance(c, str) for c, _ in calls)
+    answers = [a for _, a in calls]
+    assert all(answers[i] == answers[i - i % 4] for i in range(8))              # one answer per group
+    assert set(answers) <= {r["answer"] for r in rows}
+    assert log["rewards/gsm8k_reward/mean"] == pytest.approx(
+        sum(data.reward(c, a) for c, a in calls) / len(calls))                   # our scores, logged
 
 
 def test_one_offline_trl_step_learns_from_a_reward_with_contrast(tiny, tmp_path):

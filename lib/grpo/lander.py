@@ -312,7 +312,8 @@ def fly(actor, seed: int, greedy: bool, rng_seed: int = 0, scale: int = 3):
 # ---------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class ActorCriticConfig:
-    """PPO with rl-zoo's LunarLander settings; A2C is the same trainer with A2C_CONFIG's values."""
+    """PPO with rl-zoo's LunarLander settings (lr 3e-4 constant, as there); A2C is the same trainer
+    with A2C_CONFIG's values."""
     n_envs: int = 16
     n_steps: int = 1024          # per env per rollout
     gamma: float = 0.999         # episodes last hundreds of steps: a long horizon
@@ -328,6 +329,9 @@ class ActorCriticConfig:
     normalize_adv: bool = True   # per minibatch, as SB3
 
 
+# rl-zoo's A2C numbers for LunarLander (8 envs x 5 steps, gamma 0.995, lambda 1, entropy 1e-5,
+# lr 8.3e-4), with two differences: rl-zoo decays the lr linearly to 0 over the run (lin_0.00083)
+# and SB3's A2C uses RMSprop; here the lr stays constant and the optimiser is Adam.
 A2C_CONFIG = ActorCriticConfig(n_envs=8, n_steps=5, gamma=0.995, lam=1.0, epochs=1, minibatch=40,
                                lr=8.3e-4, ent_coef=1e-5, normalize_adv=False)
 
@@ -375,6 +379,32 @@ def _check_spec(spec: RunSpec) -> None:
         raise ValueError(f"steps, episodes, lr, epochs and minibatch must be > 0: {spec}")
     if isinstance(cfg, GRPOConfig) and (cfg.group_size < 2 or cfg.prompts < 1):
         raise ValueError(f"GRPO needs G >= 2 and B >= 1, got G={cfg.group_size}, B={cfg.prompts}")
+    # the label must say what runs: the trainer reads the config, the results carry the label
+    grpo = spec.algo.startswith("grpo")
+    wanted = GRPOConfig if grpo else ActorCriticConfig
+    if not isinstance(cfg, wanted):
+        raise ValueError(f"algo {spec.algo!r} needs a config of type {wanted.__name__}, "
+                         f"got {type(cfg).__name__}")
+    if grpo and cfg.process != (spec.algo == "grpo_process"):
+        raise ValueError(f"algo {spec.algo!r} with a GRPOConfig(process={cfg.process}) would run "
+                         f"{'process' if cfg.process else 'outcome'} GRPO under the wrong label: use "
+                         f"algo={'grpo_process' if cfg.process else 'grpo'!r}")
+    checks = [("clip", cfg.clip, 0 < cfg.clip < 1, "in (0, 1)"),
+              ("adam_eps", cfg.adam_eps, cfg.adam_eps > 0, "> 0"),
+              ("max_grad_norm", cfg.max_grad_norm, cfg.max_grad_norm > 0, "> 0")]
+    if grpo:
+        checks += [("beta", cfg.beta, cfg.beta >= 0, ">= 0"),
+                   ("ref_every", cfg.ref_every, cfg.ref_every >= 1, ">= 1")]
+    else:
+        checks += [("gamma", cfg.gamma, 0 < cfg.gamma <= 1, "in (0, 1]"),
+                   ("lam", cfg.lam, 0 <= cfg.lam <= 1, "in [0, 1]"),
+                   ("n_envs", cfg.n_envs, cfg.n_envs >= 1, ">= 1"),
+                   ("n_steps", cfg.n_steps, cfg.n_steps >= 1, ">= 1"),
+                   ("vf_coef", cfg.vf_coef, cfg.vf_coef >= 0, ">= 0"),
+                   ("ent_coef", cfg.ent_coef, cfg.ent_coef >= 0, ">= 0")]
+    for name, value, ok, rule in checks:
+        if not (ok and np.isfinite(value)):
+            raise ValueError(f"{type(cfg).__name__}.{name} must be {rule}, got {value!r}")
 
 
 class _Tracker:
@@ -576,6 +606,11 @@ def run_all(specs, workers: int = 2) -> list:
 
 def summarize(runs) -> dict:
     """The registry entry of one algorithm from its per-seed runs (returns on the held-out seeds)."""
+    runs = list(runs)
+    if not runs:
+        raise ValueError("summarize needs at least one run, got none")
+    if len({r["algo"] for r in runs}) > 1:
+        raise ValueError(f"summarize takes one algorithm's runs, got {sorted({r['algo'] for r in runs})}")
     det = np.array([r["test_det"] for r in runs])
     samp = np.array([r["test_sampled"] for r in runs])
     out = {"det_return_mean": float(det.mean()), "det_return_per_seed": det.mean(1).tolist(),

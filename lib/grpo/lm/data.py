@@ -10,7 +10,10 @@ Generator
 Verifier
     ``extract_answer(text)`` reads the number after the last ``####`` (commas, signs, decimals,
     trailing units and punctuation are handled) and normalises it; ``reward(completion, answer)``
-    is 1.0 on an exact match, else 0.0, and never raises. ``check_annotations(text)`` recomputes each
+    is 1.0 on an exact match, else 0.0, and never raises (an unreadable reference scores 0).
+    ``reference_answer(answer)`` reads a reference and raises ValueError when it is unreadable: the
+    trainers' scoring (``train.rewards``, ``hf.grpo_step``) checks references with it first, so a
+    data bug cannot hide as all-zero groups. ``check_annotations(text)`` recomputes each
     ``<<expr=value>>`` with ``safe_arith``, a tiny parser for + - * / and parentheses: model text is
     never passed to ``eval``. ``answer_only(problems)`` cuts each solution to its ``####`` line.
 Loaders
@@ -219,14 +222,36 @@ def answer_only(problems: list[dict]) -> list[dict]:
     return out
 
 
+def _reference(answer) -> str | None:
+    """A reference's normalised number (a full GSM8K solution, or just the number), or None."""
+    return extract_answer(answer) if isinstance(answer, str) and "####" in answer \
+        else normalize_number(str(answer))
+
+
+def reference_answer(answer) -> str:
+    """The normalised number of a reference ``answer`` (a GSM8K solution or just the number).
+
+    Raises ValueError when it is unreadable: every completion would then score 0, and a data bug
+    would look like a model that never answers.
+    """
+    try:
+        ref = _reference(answer)
+    except Exception:                                         # e.g. str(answer) itself fails
+        ref = None
+    if ref is None:
+        shown = answer if len(repr(answer)) <= 80 else f"{repr(answer)[:77]}..."
+        raise ValueError(f"the reference answer has no readable number (a '#### n' line, or n): {shown!r}")
+    return ref
+
+
 def reward(completion, answer) -> float:
     """1.0 if the completion's ``####`` number equals the reference's, else 0.0. Never raises.
 
-    ``answer`` may be a full GSM8K solution or just the number.
+    ``answer`` may be a full GSM8K solution or just the number. An unreadable ``answer`` scores
+    every completion 0; check references with ``reference_answer`` before training on them.
     """
     try:
-        ref = extract_answer(answer) if isinstance(answer, str) and "####" in answer \
-            else normalize_number(str(answer))
+        ref = _reference(answer)
         got = extract_answer(completion)
         return 1.0 if ref is not None and got == ref else 0.0
     except Exception:                                         # malformed input scores 0

@@ -3,9 +3,12 @@
 A batch holds B prompts with G sampled completions each, flattened to N = B*G rows of T tokens
 (row b*G + g is completion g of prompt b). The caller computes, for every completion token, its
 log-probability under the policy being trained (``logp``, differentiable), under the policy that
-sampled it (``logp_old``) and under the frozen reference (``logp_ref``), **all at the sampling
-temperature** (``logprobs_at_temperature``). ``grpo_loss`` turns them and the (B, G) rewards into
-DeepSeekMath's objective (eq. 3 of Shao et al. 2024), negated to a loss:
+sampled it (``logp_old``) and under the frozen reference (``logp_ref``), all at the sampling
+temperature (``logprobs_at_temperature``). For ``logp`` and ``logp_old`` that is required: the
+completions were drawn from softmax(logits / T), so only at T is rho = pi_theta / pi_old the
+importance ratio. For ``logp_ref`` it is a choice, the one this library makes: it sets which KL the
+k3 term penalises (to the reference at T, rather than at 1). ``grpo_loss`` turns them and the
+(B, G) rewards into DeepSeekMath's objective (eq. 3 of Shao et al. 2024), negated to a loss:
 
     loss = -1/N sum_i 1/|o_i| sum_t [ min(rho_it A_i, clip(rho_it, 1-eps_low, 1+eps_high) A_i)
                                       - beta * k3_it ],

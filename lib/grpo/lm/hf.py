@@ -36,26 +36,24 @@ from pathlib import Path
 
 import torch
 
-from grpo.lm.grpo import PRESETS, grpo_update, logprobs_at_temperature
+from grpo.lm.grpo import ADVANTAGES, AGGREGATIONS, PRESETS, LossOptions, grpo_update, logprobs_at_temperature
+from grpo.lm.model import check_temperature
 
 INSTRUCTION = "Solve the problem step by step. End with a line '#### <number>'."
 
 
 @dataclass(frozen=True)
-class HFConfig:
+class HFConfig(LossOptions):
+    """The command's settings; the loss options (advantage, clip, eps_low, eps_high, beta, kl_ratio,
+    aggregation) are ``grpo.lm.grpo.LossOptions``'s, shared with ``RunConfig`` and ``PRESETS``.
+    kl_ratio stays off (DeepSeekMath's plain k3); TRL 1.16 turns its equivalent on by default
+    (use_bias_correction_kl=True)."""
     model: str = "Qwen/Qwen2.5-0.5B-Instruct"   # hub id (needs the network once) or local dir
     gsm8k: str = "data/gsm8k"                   # dir with train.jsonl, a .jsonl file, or "hf"
     steps: int = 200
     prompts: int = 4                            # prompts per step (B)
     G: int = 16                                 # completions per prompt
     lr: float = 1e-6
-    beta: float = 0.04
-    kl_ratio: bool = False                      # weight k3 by pi_theta/pi_old (TRL's default)
-    eps_low: float = 0.2
-    eps_high: float | None = None
-    clip: bool = True
-    advantage: str = "zscore"
-    aggregation: str = "sequence"
     reuse: int = 1                              # Adam steps per sampled batch (K)
     chunk_groups: int = 1                       # groups per forward/backward (memory, not math)
     temperature: float = 1.0
@@ -111,6 +109,21 @@ def encode_prompts(tokenizer, questions, device="cpu"):
     return enc.input_ids.to(device), enc.attention_mask.to(device)
 
 
+def _check_left_padded(prompt_ids, prompt_mask) -> None:
+    """Prompts must be left-padded (each row's mask 0...0 1...1, at least one 1): the samplers put
+    the first completion token right after the last column."""
+    if prompt_ids.ndim != 2 or prompt_ids.shape != prompt_mask.shape:
+        raise ValueError(f"need (B, P) prompt ids and mask, got {tuple(prompt_ids.shape)}, "
+                         f"{tuple(prompt_mask.shape)}")
+    m = prompt_mask.long()
+    if not ((m == 0) | (m == 1)).all():
+        raise ValueError("prompt_mask must hold only 0/1")
+    bad = ((m[:, 1:] < m[:, :-1]).any(1) | (m[:, -1] == 0)).nonzero().flatten().tolist()
+    if bad:
+        raise ValueError(f"prompt rows {bad} are not left-padded (a 0 after a 1, or an empty prompt): "
+                         "pad on the left, e.g. encode_prompts or tokenizer.padding_side = 'left'")
+
+
 @torch.no_grad()
 def sample_completions(model, prompt_ids, prompt_mask, G: int, temperature: float, max_new_tokens: int,
                        eos_id: int, pad_id: int = 0, generator=None):
@@ -126,8 +139,8 @@ def sample_completions(model, prompt_ids, prompt_mask, G: int, temperature: floa
     if prompt_ids.ndim != 2 or prompt_ids.shape != prompt_mask.shape or G < 1 or max_new_tokens < 1:
         raise ValueError(f"need (B, P) prompt ids and mask, G >= 1, max_new_tokens >= 1; got "
                          f"{tuple(prompt_ids.shape)}, {tuple(prompt_mask.shape)}, G={G}, {max_new_tokens}")
-    if not (math.isfinite(temperature) and temperature > 0):
-        raise ValueError(f"temperature must be a finite number > 0, got {temperature!r}")
+    temperature = check_temperature(temperature)
+    _check_left_padded(prompt_ids, prompt_mask)
     B, P = prompt_ids.shape
     N, device = B * G, prompt_ids.device
     cache = DynamicCache(config=model.config)
@@ -177,6 +190,7 @@ def group_logprobs(model, prompt_ids, prompt_mask, tokens, temperature: float):
     G = tokens.shape[0] // B
     if tokens.ndim != 2 or G * B != tokens.shape[0] or G < 1:
         raise ValueError(f"tokens must be (B*G, L) for B = {B} prompts, got {tuple(tokens.shape)}")
+    _check_left_padded(prompt_ids, prompt_mask)
     keep = prompt_mask.any(0)                      # drop columns that are padding in every row
     prompt_ids, prompt_mask = prompt_ids[:, keep], prompt_mask[:, keep]
     P = prompt_ids.shape[1]
@@ -202,6 +216,13 @@ def grpo_step(policy, ref, tokenizer, optimizer, questions, answers, cfg: HFConf
     Sampling is ``sample_completions`` (a KV cache, each prompt read once); the reference and the
     policy read the completions with ``group_logprobs`` (each prompt read once per pass).
     """
+    if len(answers) != len(questions) or not questions:
+        raise ValueError(f"need one answer per question, and at least one question: got "
+                         f"{len(questions)} questions, {len(answers)} answers")
+    if verifier is None:                       # chapter 7's verifier: each reference must be readable
+        from grpo.lm.data import reference_answer
+        for a in answers:
+            reference_answer(a)
     verifier = verifier or default_verifier()
     G = cfg.G
     t0 = time.perf_counter()
@@ -211,7 +232,7 @@ def grpo_step(policy, ref, tokenizer, optimizer, questions, answers, cfg: HFConf
                                          cfg.max_new_tokens, tokenizer.eos_token_id, tokenizer.pad_token_id)
     texts = tokenizer.batch_decode(tokens, skip_special_tokens=True)     # pads after the eos drop out
     answers_per_completion = [a for a in answers for _ in range(G)]
-    rewards = torch.tensor([verifier(t, a) for t, a in zip(texts, answers_per_completion)],
+    rewards = torch.tensor([verifier(t, a) for t, a in zip(texts, answers_per_completion, strict=True)],
                            dtype=torch.float32, device=tokens.device).reshape(len(questions), G)
     t1 = time.perf_counter()
 
@@ -228,9 +249,7 @@ def grpo_step(policy, ref, tokenizer, optimizer, questions, answers, cfg: HFConf
     t2 = time.perf_counter()
     policy.train()
     stats = grpo_update(lambda rows: logprobs(policy, rows), optimizer, mask, rewards, logp_ref=logp_ref,
-                        reuse=cfg.reuse, chunk_groups=cfg.chunk_groups, advantage=cfg.advantage,
-                        clip=cfg.clip, eps_low=cfg.eps_low, eps_high=cfg.eps_high, beta=cfg.beta,
-                        kl_ratio=cfg.kl_ratio, aggregation=cfg.aggregation, max_tokens=cfg.max_new_tokens)
+                        reuse=cfg.reuse, chunk_groups=cfg.chunk_groups, max_tokens=cfg.max_new_tokens, **cfg)
     t3 = time.perf_counter()
     return {**stats, "sample_s": t1 - t0, "ref_s": t2 - t1, "update_s": t3 - t2,
             "sampled_tokens": int(mask.sum())}
@@ -320,6 +339,18 @@ def run(cfg: HFConfig, verifier=None, log=print):
         raise ValueError(f"lr must be a finite number > 0, got {cfg.lr}")
     if cfg.G < 2 or cfg.prompts < 1 or cfg.steps < 1 or cfg.reuse < 1 or cfg.chunk_groups < 1:
         raise ValueError(f"need G >= 2, prompts >= 1, steps >= 1, reuse >= 1, chunk_groups >= 1; got {cfg}")
+    check_temperature(cfg.temperature)
+    if cfg.max_new_tokens < 1:
+        raise ValueError(f"max_new_tokens must be >= 1, got {cfg.max_new_tokens}")
+    if not 0 < cfg.eps_low < 1:
+        raise ValueError(f"eps_low must be in (0, 1), got {cfg.eps_low!r}")
+    if cfg.eps_high is not None and not (cfg.eps_high > 0 and math.isfinite(cfg.eps_high)):
+        raise ValueError(f"eps_high must be None or a finite number > 0, got {cfg.eps_high!r}")
+    if not (cfg.beta >= 0 and math.isfinite(cfg.beta)):
+        raise ValueError(f"beta must be a finite number >= 0, got {cfg.beta!r}")
+    if cfg.advantage not in ADVANTAGES or cfg.aggregation not in AGGREGATIONS:
+        raise ValueError(f"advantage must be in {ADVANTAGES} and aggregation in {AGGREGATIONS}, got "
+                         f"{cfg.advantage!r}, {cfg.aggregation!r}")
     device = pick_device(cfg.device)
     torch.manual_seed(cfg.seed)
     rows = load_questions(cfg.gsm8k)
@@ -343,21 +374,43 @@ def run(cfg: HFConfig, verifier=None, log=print):
     return policy, history
 
 
+def _boolean(text: str) -> bool:
+    """A strict boolean for the command line: true/false, 1/0, yes/no (any case); anything else fails."""
+    value = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}.get(text.lower())
+    if value is None:
+        raise argparse.ArgumentTypeError(f"expected true/false, 1/0 or yes/no, got {text!r}")
+    return value
+
+
+def _optional_float(text: str) -> float | None:
+    """A float, or None for "none" (e.g. ``--eps_high none``: the symmetric clip)."""
+    if text.lower() == "none":
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number or 'none', got {text!r}") from None
+
+
 def parse_args(argv=None) -> HFConfig:
+    """The config from the command line: the defaults, then ``--preset``'s loss options, then the flags
+    actually given, so ``--preset dapo --beta 0.01`` runs DAPO's recipe with beta 0.01."""
     parser = argparse.ArgumentParser(prog="python -m grpo.lm.hf", description=__doc__.split("\n\n")[0])
     defaults = HFConfig()
     for f in fields(HFConfig):
         value = getattr(defaults, f.name)
-        kind = {bool: lambda s: s.lower() in ("1", "true", "yes")}.get(type(value), type(value))
+        kind = {bool: _boolean}.get(type(value), type(value))
         if f.name == "eps_high":
-            kind = float
-        parser.add_argument(f"--{f.name}", type=kind, default=value, help=f"default: {value}")
+            kind = _optional_float
+        parser.add_argument(f"--{f.name}", type=kind, default=argparse.SUPPRESS,
+                            help=f"default: {value}")       # SUPPRESS: only given flags reach args
     parser.add_argument("--preset", choices=sorted(PRESETS),
-                        help="a published recipe's loss options (DAPO's dynamic sampling is not wired "
-                             "into this command: see grpo.lm.grpo.dynamic_sampling)")
-    args = vars(parser.parse_args(argv))
-    preset = args.pop("preset")
-    return HFConfig(**{**args, **(PRESETS[preset] if preset else {})})
+                        help="a published recipe's loss options, under any flag given explicitly "
+                             "(DAPO's dynamic sampling is not wired into this command: see "
+                             "grpo.lm.grpo.dynamic_sampling)")
+    given = vars(parser.parse_args(argv))
+    preset = given.pop("preset", None)
+    return HFConfig(**{**(PRESETS[preset] if preset else {}), **given})
 
 
 def main(argv=None):

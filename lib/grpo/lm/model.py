@@ -30,7 +30,7 @@ from __future__ import annotations
 import json
 import math
 import numbers
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 
 import torch
 import torch.nn as nn
@@ -46,6 +46,15 @@ class GPTConfig:
     d_model: int = 128
     max_len: int = 256        # prompt + completion tokens
     mlp_ratio: int = 4
+
+    def __post_init__(self):
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+                raise ValueError(f"GPTConfig.{f.name} must be an int >= 1, got {value!r}")
+        if self.d_model % self.n_head:
+            raise ValueError(f"d_model must be a multiple of n_head (each head gets d_model / n_head "
+                             f"dimensions), got d_model={self.d_model}, n_head={self.n_head}")
 
 
 class Block(nn.Module):
@@ -114,13 +123,25 @@ class GPT(nn.Module):
 
 # ----------------------------------------------------------------------------- sampling
 
+def check_temperature(temperature, name: str = "temperature") -> float:
+    """``temperature`` as a float if it is a finite real number > 0 (NumPy floats too, not True)."""
+    if isinstance(temperature, bool) or not isinstance(temperature, numbers.Real) \
+            or not (math.isfinite(temperature) and temperature > 0):
+        raise ValueError(f"{name} must be a finite number > 0, got {temperature!r}")
+    return float(temperature)
+
+
 def _check_prompts(model, prompt_ids, max_new_tokens):
-    if isinstance(prompt_ids, torch.Tensor):
+    if hasattr(prompt_ids, "tolist") and not isinstance(prompt_ids, (list, tuple)):   # tensor, ndarray
         prompt_ids = prompt_ids.tolist()
     if not isinstance(prompt_ids, (list, tuple)) or len(prompt_ids) == 0:
         raise ValueError("prompt_ids must be a non-empty list of token-id lists")
-    if isinstance(prompt_ids[0], int):
+    if isinstance(prompt_ids[0], numbers.Integral):           # one prompt (NumPy ints too)
         prompt_ids = [prompt_ids]
+    prompt_ids = [p.tolist() if hasattr(p, "tolist") else p for p in prompt_ids]
+    for p in prompt_ids:
+        if not isinstance(p, (list, tuple)) or not all(isinstance(t, numbers.Integral) for t in p):
+            raise ValueError(f"each prompt must be a list of int token ids, got {p!r:.60}")
     V, L = model.cfg.vocab_size, model.cfg.max_len
     for p in prompt_ids:
         if len(p) == 0:
@@ -230,6 +251,8 @@ def join(prompt_ids, n, tokens, mask, pad_id=0, logprobs=None):
     if any(k != len(rows) for k in given):
         raise ValueError(f"{len(prompt_ids)} prompts x n = {n} need {len(rows)} rows of tokens, mask "
                          f"(and logprobs), got {given}")
+    if any(len(t) != len(m) for t, m in zip(tokens, mask)):
+        raise ValueError("each row of mask must be as long as its row of tokens")
     lens = [int(m.sum()) for m in mask]
     T = max(len(p) + k for p, k in zip(rows, lens))
     ids = torch.full((len(rows), T), pad_id, dtype=torch.long)
@@ -248,12 +271,11 @@ def logprobs_at_temperature(logits, tokens, temperature: float = 1.0):
     """log pi(token) and the entropy of pi at each position, with pi = softmax(logits / T).
 
     ``logits`` (..., T, V) are the scores that predict ``tokens`` (..., T), from any model (ours or a
-    Hugging Face one). Sampling at T draws from softmax(logits / T), so the ratio pi_theta / pi_old
-    is only the sampler's if both are read at that T.
+    Hugging Face one). Sampling at T draws from softmax(logits / T), so pi_theta and pi_old must be
+    read at that T for their ratio to be the importance ratio; reading pi_ref at T too is this
+    library's choice of KL (``grpo.lm.grpo``'s docstring).
     """
-    if isinstance(temperature, bool) or not (isinstance(temperature, numbers.Real) and
-                                             math.isfinite(temperature) and temperature > 0):
-        raise ValueError(f"temperature must be a finite number > 0, got {temperature!r}")
+    temperature = check_temperature(temperature)
     logits = logits.to(torch.promote_types(logits.dtype, torch.float32))    # bf16/fp16 -> fp32
     logp_all = torch.log_softmax(logits / temperature, dim=-1)
     logp = logp_all.gather(-1, tokens.unsqueeze(-1)).squeeze(-1)

@@ -83,8 +83,9 @@ def _check_config(cfg: RunConfig, train=None, test=None) -> None:
         if getattr(cfg, name) < 0:
             bad(name, ">= 0")
     for name in ("lr", "temperature", "eval_temperature", "grad_clip"):
-        if not (number(getattr(cfg, name)) and getattr(cfg, name) > 0):
-            bad(name, "a finite number > 0")
+        value = getattr(cfg, name)
+        if not (number(value) and value > 0) and not (name == "grad_clip" and value is None):
+            bad(name, "a finite number > 0" + (" or None" if name == "grad_clip" else ""))
     if not (number(cfg.beta) and cfg.beta >= 0):
         bad("beta", "a finite number >= 0")
     if not (number(cfg.eps_low) and 0 < cfg.eps_low < 1):
@@ -137,8 +138,14 @@ def pass_at_k(correct, k: int) -> float:
     """Unbiased pass@k (Chen et al. 2021) from a (problems, n) 0/1 array, n >= k: the chance that at
     least one of k answers drawn without replacement from a problem's n is right, averaged."""
     correct = np.asarray(correct)
+    if correct.ndim != 2 or correct.shape[0] == 0:
+        raise ValueError(f"correct must be a (problems, n) array with at least one problem, got shape "
+                         f"{correct.shape}")
+    if not np.isin(correct, (0, 1)).all():
+        raise ValueError(f"correct must hold only 0/1 (or False/True), got values "
+                         f"{sorted(set(np.unique(correct).tolist()) - {0, 1})[:5]}")
     n = correct.shape[1]
-    if not 1 <= k <= n:
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= n:
         raise ValueError(f"need 1 <= k <= n = {n}, got k = {k}")
     c = correct.sum(1)
     return float(np.mean([1.0 - math.comb(n - int(ci), k) / math.comb(n, k) for ci in c]))

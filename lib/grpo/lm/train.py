@@ -25,7 +25,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .data import reward
+from .data import reference_answer, reward
 from .model import load, sample
 from .tokenizer import Tokenizer
 
@@ -97,9 +97,18 @@ def sft(model, tok, train: list[dict], evals: list[dict], cfg: SFTConfig, keep_s
     snapshots a start-point study needs; with a constant lr, a run stopped there is the same run)."""
     if cfg.lr <= 0 or cfg.steps < 1 or cfg.batch_size < 1 or not train:
         raise ValueError("need lr > 0, steps >= 1, batch_size >= 1 and training problems")
+    if not evals or cfg.eval_problems < 1 or cfg.eval_every < 1:
+        raise ValueError(f"sft evaluates on held-out problems: need a non-empty evals list, "
+                         f"eval_problems >= 1 and eval_every >= 1; got {len(evals)} problems, "
+                         f"eval_problems={cfg.eval_problems}, eval_every={cfg.eval_every}")
     torch.manual_seed(cfg.seed)
     rng = random.Random(cfg.seed)
     encoded = [encode_problem(tok, p) for p in train]
+    max_len = getattr(getattr(model, "cfg", None), "max_len", None)
+    longest = max(range(len(encoded)), key=lambda j: len(encoded[j][0]) + len(encoded[j][1]))
+    if max_len is not None and sum(map(len, encoded[longest])) - 1 > max_len:
+        raise ValueError(f"training problem {longest} is {sum(map(len, encoded[longest]))} tokens "
+                         f"(question, solution, <eos>), more than the model's max_len + 1 = {max_len + 1}")
     decay = [p for p in model.parameters() if p.dim() >= 2]
     no_decay = [p for p in model.parameters() if p.dim() < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": cfg.weight_decay},
@@ -136,6 +145,9 @@ def sft(model, tok, train: list[dict], evals: list[dict], cfg: SFTConfig, keep_s
 def completions(model, tok, problems, n=1, temperature=None, generator=None, top_p=1.0,
                 max_new_tokens=96, batch=256) -> list[list[str]]:
     """``n`` completions (texts) per problem: greedy if ``temperature`` is None, else sampled."""
+    if temperature is None and n != 1:
+        raise ValueError(f"greedy decoding (temperature=None) gives one completion per problem, not "
+                         f"n = {n}: pass a temperature to sample {n}")
     out = []
     per = max(1, batch // n)
     for i in range(0, len(problems), per):
@@ -152,8 +164,19 @@ def completions(model, tok, problems, n=1, temperature=None, generator=None, top
 
 
 def rewards(problems, texts) -> np.ndarray:
-    """(problems, n) array of verifier rewards (0.0 / 1.0) for ``completions`` output."""
-    return np.array([[reward(t, p["answer"]) for t in row] for p, row in zip(problems, texts)])
+    """(problems, n) array of verifier rewards (0.0 / 1.0) for ``completions`` output.
+
+    Raises ValueError when the lengths differ, there are no problems, or a reference answer is
+    unreadable (it would score every completion 0).
+    """
+    if len(problems) != len(texts) or not problems:
+        raise ValueError(f"need one row of texts per problem, and at least one problem: got "
+                         f"{len(problems)} problems, {len(texts)} rows")
+    if any(isinstance(row, str) for row in texts):
+        raise ValueError("texts must be rows (lists) of completions, one row per problem, not strings")
+    for p in problems:
+        reference_answer(p["answer"])
+    return np.array([[reward(t, p["answer"]) for t in row] for p, row in zip(problems, texts, strict=True)])
 
 
 def load_sft(models_dir=MODELS_DIR, checkpoint=SFT_CHECKPOINT):

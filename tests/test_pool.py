@@ -28,3 +28,32 @@ def test_the_bar_is_off_under_the_books_pins_and_on_otherwise(disable, shown):
     err = subprocess.run([sys.executable, "-c", BAR], env=env, capture_output=True, text=True,
                          check=True).stderr
     assert ("jobs: 100%" in err) == shown
+
+
+@pytest.mark.parametrize("value, off", [("1", True), ("true", True), ("", False), ("0", False),
+                                        (None, False)])
+def test_the_notebook_bar_gets_the_setting_explicitly(monkeypatch, value, off):
+    """tqdm.notebook ignores TQDM_DISABLE, so parallel_map passes disable= itself."""
+    from grpo import pool
+    seen = {}
+
+    class Bar:
+        def __init__(self, **kw):
+            seen.update(kw)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+        def update(self, n):
+            pass
+
+    if value is None:
+        monkeypatch.delenv("TQDM_DISABLE", raising=False)
+    else:
+        monkeypatch.setenv("TQDM_DISABLE", value)
+    monkeypatch.setattr(pool, "tqdm", Bar)
+    assert pool.parallel_map(abs, [-1], workers=1) == [1]
+    assert seen["disable"] is off

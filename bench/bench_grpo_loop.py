@@ -12,7 +12,7 @@ from pathlib import Path
 
 import torch
 
-from grpo.lm.data import make_splits
+from grpo.lm.data import PROTOCOL
 from grpo.lm.model import GPT, GPTConfig, sample
 from grpo.lm.rl import RunConfig, train_grpo
 from grpo.lm.train import SFTConfig, load_sft, sft
@@ -62,7 +62,7 @@ def shape_split(cfg, rows=256, prompt=30, new=50):
 
 def main():
     model, tok = load_sft()
-    train, test = make_splits(n_train=20_000, n_test=500, seed=0, step_weights=(0.3, 0.35, 0.25, 0.1))
+    train, test = PROTOCOL.splits()
     result = {"threads": 1, "repeats": REPEATS, "load_average_before": round(os.getloadavg()[0], 2),
               "torch": torch.__version__}
     # one iteration of chapter 8's main run (32 prompts x 8, beta 0.04), and G at 32 prompts

@@ -206,3 +206,14 @@ def test_dynamic_sampling_with_some_informative_groups_trains_on_those_only(setu
     train_grpo(tiny_model(tok), tok, train, test, RunConfig(**TINY, beta=0.0))
     assert any((s["rewards"] == s["rewards"][:, :1]).all(1).any() for s in seen)   # without it: kept
 
+
+
+def test_an_unreadable_reference_stops_the_run_before_any_compute(setup):
+    train, test, tok = setup
+    broken = [dict(train[0], answer="no number here")] + train[1:]
+    with pytest.raises(ValueError, match="reference answer"):
+        train_grpo(tiny_model(tok), tok, broken, test, RunConfig(**TINY))
+    with pytest.raises(ValueError, match="cannot fill a batch"):
+        train_grpo(tiny_model(tok), tok, train[:2], test, RunConfig(**TINY))
+    with pytest.raises(ValueError, match="empty"):
+        train_grpo(tiny_model(tok), tok, train, [], RunConfig(**TINY))

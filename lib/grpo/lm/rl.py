@@ -24,8 +24,7 @@ import torch
 
 from grpo.pool import parallel_map
 
-from .data import reward
-from .data import PROTOCOL
+from .data import PROTOCOL, reference_answer, reward
 from .grpo import ADVANTAGES, AGGREGATIONS, LossOptions, dynamic_sampling, grpo_update
 from .model import join, sample, token_logprobs
 from .train import SFTConfig, completions, encode_problem, rewards, sft
@@ -104,6 +103,9 @@ def _check_config(cfg: RunConfig, train=None, test=None) -> None:
                          f"of prompts = {cfg.prompts}")
     if test is not None and len(test) == 0:
         raise ValueError("the held-out test set is empty: evaluation needs at least one problem")
+    for problems in (train, test):                   # an unreadable reference would score every sample 0
+        for p in problems or ():
+            reference_answer(p["answer"])
 
 
 def score(problem: dict, text: str, kind: str = "verifier", max_new_tokens: int = 96,

@@ -12,7 +12,7 @@ PAGES := $(sort $(wildcard book/*.ipynb))   # executed front and back matter (la
 include .ci/determinism.env
 export $(shell sed -n 's/^\([A-Z_][A-Z0-9_]*\)=.*/\1/p' .ci/determinism.env)
 
-.PHONY: help book test lint unit nbval book-strict browser lab execute bench clean
+.PHONY: help book test lint unit nbval book-strict browser lab execute bench full clean
 
 help:
 	@echo "make book     build the HTML book from the stored notebook outputs"
@@ -20,6 +20,7 @@ help:
 	@echo "make lab      open the chapters in JupyterLab"
 	@echo "make execute  re-run every chapter in place (after a change)"
 	@echo "make bench    time the experiments (bench/)"
+	@echo "make full     re-run chapter 8's stored long runs into data/runs/ (CPU-hours)"
 
 $(STAMP): requirements.txt pyproject.toml
 	@python3 -c 'import sys; sys.exit(sys.version_info < (3, 10))' || \
@@ -68,6 +69,10 @@ execute: $(STAMP)
 
 bench: $(STAMP)
 	@for f in bench/*.py; do echo "== $$f"; $(BIN)/python $$f; done
+
+# Chapter 8's runs too long for nbval, stored in data/runs/ (tests/test_stored_runs.py replays each).
+full: $(STAMP)
+	$(BIN)/python -m grpo.lm.runs --all --workers 2
 
 clean:
 	rm -rf _build

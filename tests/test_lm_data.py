@@ -176,3 +176,28 @@ def test_an_unreadable_reference_is_an_error_not_a_silent_zero(answer):
     with pytest.raises(ValueError, match="reference answer has no readable number"):
         reference_answer(answer)
     assert reward("#### 7", answer) == 0.0           # reward itself still never raises
+
+
+def test_held_out_is_disjoint_and_leaves_the_splits_alone():
+    from grpo.lm.data import PROTOCOL, make_splits
+    train, test = PROTOCOL.splits()
+    extra = PROTOCOL.held_out(300)
+    assert len(extra) == 300
+    seen = {p["question"] for p in train} | {p["question"] for p in test}
+    assert not seen & {p["question"] for p in extra} and len({p["question"] for p in extra}) == 300
+    bigger_train, bigger_test = make_splits(PROTOCOL.n_train, PROTOCOL.n_test + 300, PROTOCOL.seed,
+                                            PROTOCOL.step_weights)
+    assert bigger_train == train and bigger_test[:PROTOCOL.n_test] == test
+    for bad in (0, -1, 2.0, True):
+        with pytest.raises(ValueError):
+            PROTOCOL.held_out(bad)
+
+
+def test_strict_reward_and_step_count():
+    from grpo.lm.data import make_problem, step_count, strict_reward
+    for steps in (1, 2, 3, 4):
+        p = make_problem(random.Random(steps), steps)
+        assert step_count(p) == steps
+        assert strict_reward(p["answer"], p["answer"]) == 1.0
+    assert strict_reward("<<2*3=7>>7\n#### 6", "#### 6") == 0.0
+    assert strict_reward(None, "#### 6") == 0.0

@@ -217,3 +217,70 @@ def test_an_unreadable_reference_stops_the_run_before_any_compute(setup):
         train_grpo(tiny_model(tok), tok, train[:2], test, RunConfig(**TINY))
     with pytest.raises(ValueError, match="empty"):
         train_grpo(tiny_model(tok), tok, train, [], RunConfig(**TINY))
+
+
+def test_strict_score_needs_every_annotation_right():
+    p = {"question": "q", "answer": "She has <<3+4=7>>7.\n#### 7"}
+    assert score(p, "<<3+4=7>>7\n#### 7", "strict") == 1.0
+    assert score(p, "<<3+4=8>>8\n#### 7", "strict") == 0.0          # right answer, wrong calculation
+    assert score(p, "#### 7", "strict") == 0.0                        # no calculation shown
+    assert score(p, "<<3+4=8>>8\n#### 7") == 1.0                      # the verifier alone passes it
+    with pytest.raises(ValueError, match="reward"):
+        train_grpo(None, None, [p] * 3, [p], RunConfig(reward="strictest", **TINY))
+
+
+def test_expert_iteration_trains_on_right_samples_only(setup, monkeypatch):
+    from grpo.lm import rl
+    train, test, tok = setup
+
+    def half_right(model, tok, problems, n=1, **kw):                  # 1 in 2 samples carries the reference
+        return [[p["answer"] if j % 2 == 0 else "#### -1" for j in range(n)] for p in problems]
+
+    monkeypatch.setattr(rl, "completions", half_right)
+    model = tiny_model(tok)
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    cfg = rl.EIConfig(**{**TINY_EI, "iterations": 2, "eval_every": 1})
+    out = rl.expert_iteration(model, tok, train, test, cfg)
+    assert out["log"]["iteration"] == [1, 2] and out["evals"]["iteration"] == [1, 2]
+    assert out["log"]["reward_mean"] == [0.5, 0.5] and out["log"]["kept"] == [6, 6]   # every right one
+    assert all(np.isfinite(out["log"]["loss_mean"]))
+    assert any(not torch.equal(before[k], v) for k, v in model.state_dict().items())
+    again = rl.expert_iteration(tiny_model(tok), tok, train, test, cfg)
+    assert again["log"] == out["log"]                                  # deterministic by seed
+    for bad in (dict(G=1), dict(lr=0.0), dict(iterations=0), dict(prompts=10_000)):
+        with pytest.raises(ValueError):
+            rl.expert_iteration(model, tok, train, test, rl.EIConfig(**{**TINY_EI, **bad}))
+
+
+TINY_EI = dict(iterations=1, prompts=3, G=4, max_new_tokens=12, eval_problems=2, eval_samples=1)
+
+
+def test_held_out_outcomes_come_with_the_run(setup, monkeypatch):
+    from grpo.lm import rl
+    train, test, tok = setup
+    monkeypatch.setattr(rl, "PROTOCOL", type("P", (), {"held_out": lambda self, n: test[:n], "eval_seed": 1,
+                                                       "final_seed": 2})())
+    out = train_grpo(tiny_model(tok, sft_steps=30, train=train), tok, train, test,
+                     RunConfig(held_out=5, **TINY))
+    h = out["held_out"]
+    assert h["greedy"].shape == (5,) and h["sampled"].shape == (5, TINY["eval_samples"])
+    with pytest.raises(ValueError, match="held_out"):
+        train_grpo(None, tok, train, test, RunConfig(held_out=-1, **TINY))
+
+
+def test_expert_iteration_strict_keeps_only_right_working(setup, monkeypatch):
+    from grpo.lm import rl
+    train, test, tok = setup
+
+    def right_answer_wrong_working(model, tok, problems, n=1, **kw):  # the right number, a wrong <<a=b>>
+        final = [p["answer"].rsplit("####", 1)[1].strip() for p in problems]
+        return [[p["answer"] if j == 0 else f"<<1+1=3>>3\n#### {f}" for j in range(n)]
+                for p, f in zip(problems, final)]
+
+    monkeypatch.setattr(rl, "completions", right_answer_wrong_working)
+    cfg = rl.EIConfig(**TINY_EI)
+    assert rl.expert_iteration(tiny_model(tok), tok, train, test, cfg)["log"]["kept"] == [12]
+    strict = rl.expert_iteration(tiny_model(tok), tok, train, test, rl.EIConfig(**TINY_EI, keep="strict"))
+    assert strict["log"]["kept"] == [3] and strict["log"]["reward_mean"] == [1.0]
+    with pytest.raises(ValueError, match="keep"):
+        rl.expert_iteration(tiny_model(tok), tok, train, test, rl.EIConfig(**TINY_EI, keep="any"))

@@ -168,6 +168,14 @@ class Protocol:
         """``(train, test)``, as ``make_splits`` draws them."""
         return make_splits(self.n_train, self.n_test, self.seed, self.step_weights)
 
+    def held_out(self, n: int = 2000) -> list[dict]:
+        """``n`` more held-out problems, drawn after ``splits()``'s test set by the same generator:
+        disjoint from train and test, never used to choose anything. Chapter 8's stored runs are
+        scored on these (``splits()`` is unchanged by drawing them)."""
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise ValueError(f"n must be an int >= 1, got {n!r}")
+        return make_splits(self.n_train, self.n_test + n, self.seed, self.step_weights)[1][self.n_test:]
+
 
 PROTOCOL = Protocol()
 
@@ -256,6 +264,19 @@ def reward(completion, answer) -> float:
         return 1.0 if ref is not None and got == ref else 0.0
     except Exception:                                         # malformed input scores 0
         return 0.0
+
+
+def strict_reward(completion, answer) -> float:
+    """The verifier AND the annotations: 1.0 if the completion's ``####`` number is right and it
+    shows at least one ``<<expr=value>>`` calculation, every one of them correct (``check_annotations``);
+    else 0.0. Never raises. A right answer reached through a wrong calculation scores 0."""
+    notes = check_annotations(completion)
+    return reward(completion, answer) if notes and all(n["ok"] for n in notes) else 0.0
+
+
+def step_count(problem: dict) -> int:
+    """How many calculations (1-4) a generated problem's reference solution makes."""
+    return problem["answer"].count("<<")
 
 
 _TOKEN = re.compile(r"\s*(?:([0-9]+(?:\.[0-9]+)?)|(.))")

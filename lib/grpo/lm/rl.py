@@ -24,10 +24,10 @@ import torch
 
 from grpo.pool import parallel_map
 
-from .data import PROTOCOL, reference_answer, reward
+from .data import PROTOCOL, reference_answer, reward, strict_reward
 from .grpo import ADVANTAGES, AGGREGATIONS, LossOptions, dynamic_sampling, grpo_update
 from .model import join, sample, token_logprobs
-from .train import SFTConfig, completions, encode_problem, rewards, sft
+from .train import SFTConfig, completions, encode_problem, length_batches, rewards, sft, sft_loss
 
 
 @dataclass(frozen=True)
@@ -44,13 +44,14 @@ class RunConfig(LossOptions):
     reuse: int = 1                     # K: optimizer steps per sampled batch
     dynamic_sampling: bool = False     # DAPO: refill the batch with groups that are not all-equal
     grad_clip: float = 1.0
-    reward: str = "verifier"           # "verifier" | "short" (the sanity check: shorter scores more)
+    reward: str = "verifier"           # "verifier" | "strict" (and every <<a=b>> right) | "short" (sanity)
     eval_every: int = 20
     eval_problems: int = 500
     eval_samples: int = 4              # sampled completions per held-out problem (pass@1 at T)
     eval_temperature: float = 0.7      # the held-out sampled accuracy's T (chapter 7's 0.7)
     eval_at_start: bool = True         # False: skip iteration 0's evaluation (every run shares it)
     final_samples: int = 0             # > 0: at the end, this many samples per held-out problem (pass@k)
+    held_out: int = 0                  # > 0: at the end, per-problem outcomes on PROTOCOL.held_out(n)
     train_pool: int = 0                # > 0: practise on the first N training problems only, evaluate them
     answer_format: str = "worked"      # run_all's start: "worked" (chapter 7) | "answer_only" (its twin)
     seed: int = 0
@@ -70,7 +71,7 @@ def _check_config(cfg: RunConfig, train=None, test=None) -> None:
         return isinstance(x, numbers.Real) and not isinstance(x, bool) and math.isfinite(x)
 
     for name in ("iterations", "prompts", "G", "reuse", "eval_every", "eval_problems", "eval_samples",
-                 "max_new_tokens", "warmup", "final_samples", "train_pool", "seed"):
+                 "max_new_tokens", "warmup", "final_samples", "held_out", "train_pool", "seed"):
         if not isinstance(getattr(cfg, name), numbers.Integral) or isinstance(getattr(cfg, name), bool):
             bad(name, "an int")
     if cfg.G < 2:
@@ -78,7 +79,7 @@ def _check_config(cfg: RunConfig, train=None, test=None) -> None:
     for name in ("prompts", "reuse", "eval_every", "eval_problems", "eval_samples", "max_new_tokens"):
         if getattr(cfg, name) < 1:
             bad(name, ">= 1")
-    for name in ("iterations", "warmup", "final_samples", "train_pool"):
+    for name in ("iterations", "warmup", "final_samples", "held_out", "train_pool"):
         if getattr(cfg, name) < 0:
             bad(name, ">= 0")
     for name in ("lr", "temperature", "eval_temperature", "grad_clip"):
@@ -91,8 +92,8 @@ def _check_config(cfg: RunConfig, train=None, test=None) -> None:
         bad("eps_low", "in (0, 1)")
     if cfg.eps_high is not None and not (number(cfg.eps_high) and cfg.eps_high > 0):
         bad("eps_high", "None or a finite number > 0")
-    choices = {"advantage": ADVANTAGES, "aggregation": AGGREGATIONS, "reward": ("verifier", "short"),
-               "answer_format": ("worked", "answer_only")}
+    choices = {"advantage": ADVANTAGES, "aggregation": AGGREGATIONS,
+               "reward": ("verifier", "strict", "short"), "answer_format": ("worked", "answer_only")}
     for name, allowed in choices.items():
         if getattr(cfg, name) not in allowed:
             bad(name, f"one of {allowed}")
@@ -110,9 +111,12 @@ def _check_config(cfg: RunConfig, train=None, test=None) -> None:
 
 def score(problem: dict, text: str, kind: str = "verifier", max_new_tokens: int = 96,
           length: int = 0) -> float:
-    """The reward of one completion: the verifier's 0/1, or (the sanity check) 1 - length / budget."""
+    """The reward of one completion: the verifier's 0/1, the strict one's (right answer and every
+    annotation right), or (the sanity check) 1 - length / budget."""
     if kind == "short":
         return 1.0 - length / max_new_tokens
+    if kind == "strict":
+        return strict_reward(text, problem["answer"])
     return reward(text, problem["answer"])
 
 
@@ -233,6 +237,9 @@ def train_grpo(policy, tok, train: list[dict], test: list[dict], cfg: RunConfig,
                             generator=torch.Generator().manual_seed(PROTOCOL.final_seed),
                             max_new_tokens=cfg.max_new_tokens)
         out["final_correct"] = rewards(held_out, texts)
+    if cfg.held_out:
+        out["held_out"] = outcomes(policy, tok, PROTOCOL.held_out(cfg.held_out), cfg.eval_samples,
+                                   cfg.eval_temperature, PROTOCOL.eval_seed, cfg.max_new_tokens)
     return out
 
 
@@ -255,6 +262,76 @@ def continued_sft(model, tok, train, test, cfg: SFTConfig, eval_problems: int = 
     history = sft(model, tok, train, test, cfg)
     return {"history": history, "evals": evaluate(model, tok, test[:eval_problems], eval_samples,
                                                   eval_temperature, seed=PROTOCOL.eval_seed)}
+
+
+@dataclass(frozen=True)
+class EIConfig:
+    """Expert iteration (rejection-sampling fine-tuning): GRPO's sampling, then SFT on the right samples."""
+    iterations: int = 240
+    prompts: int = 32                  # B prompts, G completions each, as GRPO samples them
+    G: int = 8
+    temperature: float = 0.7
+    max_new_tokens: int = 96
+    lr: float = 3e-4                   # chapter 8's continued-SFT control's AdamW settings, constant lr
+    weight_decay: float = 0.1
+    betas: tuple = (0.9, 0.95)
+    batch_size: int = 32               # one pass over the kept completions, in batches of this size
+    keep: str = "verifier"             # keep samples "verifier" marks right | "strict" (and every <<a=b>>)
+    grad_clip: float = 1.0
+    eval_every: int = 40
+    eval_problems: int = 500
+    eval_samples: int = 4
+    eval_temperature: float = 0.7
+    seed: int = 0
+
+
+def expert_iteration(policy, tok, train: list[dict], test: list[dict], cfg: EIConfig) -> dict:
+    """Train ``policy`` in place: each iteration samples G completions for B training prompts,
+    keeps the ones the verifier marks right, and takes one SFT pass over them (the question is
+    context, the kept completion the target). Returns the log and the held-out evaluations."""
+    if cfg.G < 2 or cfg.iterations < 1 or cfg.prompts > len(train) or not cfg.lr > 0 or not test \
+            or cfg.keep not in ("verifier", "strict"):
+        raise ValueError(f"need G >= 2, iterations >= 1, lr > 0, prompts <= {len(train)} training problems, "
+                         f"a test set and keep 'verifier' or 'strict'; got {cfg}")
+    torch.manual_seed(cfg.seed)
+    rng, gen = random.Random(cfg.seed), torch.Generator().manual_seed(cfg.seed)
+    decay = [p for p in policy.parameters() if p.dim() >= 2]
+    rest = [p for p in policy.parameters() if p.dim() < 2]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": cfg.weight_decay},
+                             {"params": rest, "weight_decay": 0.0}], lr=cfg.lr, betas=cfg.betas)
+    batching = SFTConfig(batch_size=cfg.batch_size)
+    log, evals = {"iteration": [], "reward_mean": [], "kept": [], "loss_mean": []}, {}
+    for it in range(1, cfg.iterations + 1):
+        batch = rng.sample(train, cfg.prompts)
+        policy.eval()
+        texts = completions(policy, tok, batch, n=cfg.G, temperature=cfg.temperature, generator=gen,
+                            max_new_tokens=cfg.max_new_tokens)
+        r = rewards(batch, texts)
+        kept = [{"question": p["question"], "answer": t} for p, row, right in zip(batch, texts, r)
+                for t, ok in zip(row, right)
+                if ok and (cfg.keep == "verifier" or strict_reward(t, p["answer"]))]
+        losses = []
+        if kept:
+            policy.train()
+            batches = length_batches([encode_problem(tok, k) for k in kept], batching, rng)
+            for _ in range(math.ceil(len(kept) / cfg.batch_size)):
+                loss = sft_loss(policy, *next(batches))
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(policy.parameters(), cfg.grad_clip)
+                opt.step()
+                losses.append(loss.item())
+        for key, value in (("iteration", it), ("reward_mean", float(r.mean())), ("kept", len(kept)),
+                           ("loss_mean", float(np.mean(losses)) if losses else float("nan"))):
+            log[key].append(value)
+        if it % cfg.eval_every == 0 or it == cfg.iterations:
+            policy.eval()
+            e = evaluate(policy, tok, test[:cfg.eval_problems], cfg.eval_samples, cfg.eval_temperature,
+                         seed=PROTOCOL.eval_seed, max_new_tokens=cfg.max_new_tokens)
+            for key, value in (("iteration", it), ("greedy", e["greedy"]), ("sampled", e["sampled"])):
+                evals.setdefault(key, []).append(value)
+    policy.eval()
+    return {"config": asdict(cfg), "log": log, "evals": evals}
 
 
 def _job(cfg) -> dict:
@@ -281,5 +358,5 @@ def run_all(configs, workers: int = 2) -> list[dict]:
     return parallel_map(_job, configs, workers, desc="GRPO runs")
 
 
-__all__ = ["RunConfig", "train_grpo", "evaluate", "outcomes", "pass_at_k", "continued_sft", "run_all",
-           "score"]
+__all__ = ["RunConfig", "train_grpo", "EIConfig", "expert_iteration", "evaluate", "outcomes", "pass_at_k",
+           "continued_sft", "run_all", "score"]

@@ -91,6 +91,12 @@ def length_batches(encoded, cfg: SFTConfig, rng: random.Random):
             yield ids[:, :-1], tgt[:, :-1]
 
 
+def sft_loss(model, ids, tgt):
+    """Mean cross-entropy of the solution tokens (targets -100 elsewhere), one ``length_batches`` batch."""
+    logits = model(ids)
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), tgt.reshape(-1), ignore_index=-100)
+
+
 def sft(model, tok, train: list[dict], evals: list[dict], cfg: SFTConfig, keep_states: bool = False) -> dict:
     """Train ``model`` in place on ``train``; return ``{"step", "loss", "eval_step", "eval_greedy"}``.
     ``keep_states=True`` adds ``"states"``: a copy of the weights at every evaluation step (the
@@ -122,8 +128,7 @@ def sft(model, tok, train: list[dict], evals: list[dict], cfg: SFTConfig, keep_s
             group["lr"] = lr_at(step, cfg)
         model.train()
         ids, tgt = next(batches)
-        logits = model(ids)
-        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), tgt.reshape(-1), ignore_index=-100)
+        loss = sft_loss(model, ids, tgt)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)

@@ -1,0 +1,231 @@
+"""Chapter 8's long GSM8K-style runs, stored: ``python -m grpo.lm.runs --all`` (``make full``).
+
+A GRPO iteration on chapter 7's model costs about 6 CPU-seconds, so the decisive runs (a learning
+rate sweep of 120 iterations, GRPO from a plateaued SFT model, expert iteration at equal CPU, the
+practice probe with its SFT control, the strict reward) take CPU-hours, more than nbval can repeat.
+This module runs them in spawned workers and writes each to ``data/runs/NAME.json``: its spec and
+config, its full-precision log, its validation curve (the first 500 held-out problems, which also
+choose the learning rate) and its per-problem outcomes on ``PROTOCOL.held_out()``, 2,000 further
+held-out problems that choose nothing. Chapter 8 reads these files; ``tests/test_stored_runs.py``
+re-runs each run's first iterations and checks that the stored log is what this code produces, to
+the last bit.
+
+    python -m grpo.lm.runs --list                 # the registry
+    python -m grpo.lm.runs grpo_lr5e-05 start     # some runs
+    python -m grpo.lm.runs --all --workers 2      # every run (plateau_sft before the runs it starts)
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from grpo.pool import parallel_map
+
+from .data import PROTOCOL, check_annotations, step_count
+from .model import save
+from .rl import EIConfig, RunConfig, expert_iteration, train_grpo
+from .train import MODELS_DIR, SFT_CHECKPOINT, SFTConfig, completions, load_sft, rewards, sft
+
+RUNS_DIR = Path(__file__).resolve().parents[3] / "data" / "runs"
+PLATEAU_CHECKPOINT = "08_plateau_sft.safetensors"
+HELD_OUT = 2000
+HELD_OUT_SAMPLES = 4                    # sampled completions per held-out problem, at T 0.7
+
+
+@dataclass(frozen=True)
+class Stored:
+    """One stored run: what it does (``kind``), from which checkpoint, with which config."""
+    kind: str                           # "evaluate" | "grpo" | "expert_iteration" | "sft"
+    config: object = None               # RunConfig | EIConfig | SFTConfig (None: "evaluate")
+    start: str = "worked"               # "worked": chapter 7's checkpoint | "plateau": PLATEAU_CHECKPOINT
+    train_pool: int = 0                 # "sft": train on the first N training problems only; also score them
+    save_as: str = ""                   # "sft": write the final weights to data/models/<save_as>
+    note: str = field(default="", compare=False)
+
+
+SWEEP = RunConfig(iterations=120, prompts=32, G=8, temperature=0.7, beta=0.04, eval_every=30,
+                  eval_at_start=False)
+SWEEP_LRS = (5e-5, 1.5e-4, 3e-4)
+PLATEAU_SFT = SFTConfig(steps=3000, batch_size=32, lr=3e-4, warmup=20, eval_every=500, eval_problems=200,
+                        seed=1)
+PRACTICE = replace(SWEEP, iterations=60, lr=3e-4, beta=0.0, train_pool=64, eval_every=20, eval_at_start=True)
+# The SFT control of the practice probe: the same 64 problems, at GRPO's CPU (6.1 / 0.166 s per step).
+PRACTICE_SFT = SFTConfig(steps=2200, batch_size=32, lr=3e-4, warmup=20, eval_every=2200, eval_problems=200,
+                         seed=1)
+
+RUNS: dict[str, Stored] = {
+    "start": Stored("evaluate", train_pool=64, note="chapter 7's worked-solution model, scored"),
+    **{f"grpo_lr{lr:g}": Stored("grpo", replace(SWEEP, lr=lr), note="the lr x length sweep")
+       for lr in SWEEP_LRS},
+    "expert_iteration": Stored("expert_iteration", EIConfig(iterations=200),
+                               note="sample 32 x 8, keep the right ones, one SFT pass; at GRPO's CPU"),
+    "expert_iteration_strict": Stored("expert_iteration", EIConfig(iterations=200, keep="strict"),
+                                      note="the same, keeping only samples whose every calculation is right"),
+    "practice_grpo": Stored("grpo", PRACTICE, note="GRPO on 64 training problems, over and over"),
+    "practice_sft": Stored("sft", PRACTICE_SFT, train_pool=64, note="SFT on the same 64 problems"),
+    "plateau_sft": Stored("sft", PLATEAU_SFT, save_as=PLATEAU_CHECKPOINT,
+                          note="SFT continued to its plateau: 3,000 more steps"),
+}
+
+
+# The sweep's choice on validation (final greedy accuracy on the first 500 held-out problems, ties
+# broken by sampled accuracy: 5e-5 and 1.5e-4 both ended at 0.426 greedy), run with a second seed.
+CHOSEN_LR = 5e-5
+RUNS[f"grpo_lr{CHOSEN_LR:g}_seed1"] = Stored("grpo", replace(SWEEP, lr=CHOSEN_LR, seed=1),
+                                             note="the lr chosen on validation, a second seed")
+# Fixed before the sweep ran, so that they could run beside it: its middle lr.
+SECOND_LR = 1.5e-4
+RUNS.update({
+    "strict_reward": Stored("grpo", replace(SWEEP, lr=SECOND_LR, reward="strict"),
+                            note="reward: the verifier AND every annotation right"),
+    **{f"plateau_T{t:g}": Stored("grpo", replace(SWEEP, lr=SECOND_LR, iterations=40, eval_every=20,
+                                                 temperature=t, eval_at_start=True), start="plateau",
+                                 note="GRPO from the plateaued SFT model")
+       for t in (0.7, 1.0)},
+})
+
+
+def _bits(a) -> str:
+    return "".join("1" if x else "0" for x in np.asarray(a).ravel())
+
+
+def held_out_outcomes(model, tok, problems, samples: int = HELD_OUT_SAMPLES) -> dict:
+    """Per-problem outcomes as 0/1 strings: ``greedy`` (one char a problem), ``sampled`` and
+    ``annotations_ok`` (``samples`` chars a problem: the verifier's reward, and whether every
+    ``<<a=b>>`` in that sample is right), and each problem's step count."""
+    model.eval()
+    greedy = rewards(problems, completions(model, tok, problems))[:, 0]
+    texts = completions(model, tok, problems, n=samples, temperature=0.7,
+                        generator=torch.Generator().manual_seed(PROTOCOL.eval_seed))
+    ok = [[all(n["ok"] for n in check_annotations(t)) and bool(check_annotations(t)) for t in row]
+          for row in texts]
+    return {"greedy": _bits(greedy), "sampled": _bits(rewards(problems, texts)), "annotations_ok": _bits(ok),
+            "samples": samples, "steps": "".join(str(step_count(p)) for p in problems)}
+
+
+def decode(bits: str, samples: int = 1) -> np.ndarray:
+    """A stored 0/1 string back to a (problems,) or (problems, samples) float array."""
+    a = np.frombuffer(bits.encode(), dtype=np.uint8) - ord("0")
+    return a.astype(float) if samples == 1 else a.reshape(-1, samples).astype(float)
+
+
+def start_model(spec: Stored):
+    """The spec's starting ``(model, tok)``."""
+    return load_sft(checkpoint=PLATEAU_CHECKPOINT if spec.start == "plateau" else SFT_CHECKPOINT)
+
+
+def run(name: str) -> dict:
+    """Run one registry entry in this process and return what ``data/runs/NAME.json`` stores."""
+    torch.set_num_threads(1)
+    spec = RUNS[name]
+    cpu0 = time.process_time()
+    model, tok = start_model(spec)
+    train, val = PROTOCOL.splits()
+    out = {"name": name, "kind": spec.kind, "start": spec.start, "note": spec.note,
+           "config": None if spec.config is None else asdict(spec.config)}
+    if spec.kind == "grpo":
+        result = train_grpo(model, tok, train, val, spec.config)
+        out.update(log=result["log"], evals=result["evals"])
+    elif spec.kind == "expert_iteration":
+        result = expert_iteration(model, tok, train, val, spec.config)
+        out.update(log=result["log"], evals=result["evals"])
+    elif spec.kind == "sft":
+        pool = train[:spec.train_pool] if spec.train_pool else train
+        history = sft(model, tok, pool, val, spec.config)
+        out.update(log={"step": history["step"], "loss": history["loss"]},
+                   evals={"step": history["eval_step"], "greedy": history["eval_greedy"]})
+        if spec.save_as:
+            save(model, MODELS_DIR / spec.save_as)
+    pool = spec.train_pool or getattr(spec.config, "train_pool", 0)
+    if pool:                                                      # the practised problems' own outcomes
+        out["pool"] = held_out_outcomes(model, tok, train[:pool])
+    out["held_out"] = held_out_outcomes(model, tok, PROTOCOL.held_out(HELD_OUT))
+    out["cpu_s"] = round(time.process_time() - cpu0, 1)
+    return out
+
+
+def write(name: str, result: dict) -> Path:
+    RUNS_DIR.mkdir(parents=True, exist_ok=True)
+    path = RUNS_DIR / f"{name}.json"
+    path.write_text(json.dumps(result, indent=1) + "\n")
+    return path
+
+
+def _run_and_write(name: str) -> str:
+    return str(write(name, run(name)))
+
+
+def load_run(name: str) -> dict:
+    """A stored run, as ``run`` returned it; a clear error if it was never run."""
+    path = RUNS_DIR / f"{name}.json"
+    if not path.exists():
+        raise FileNotFoundError(f"no stored run {name!r} in {RUNS_DIR}: run `python -m grpo.lm.runs {name}`")
+    return json.loads(path.read_text())
+
+
+TIMINGS = ("sample_s", "ref_s", "update_s")
+_CONFIGS = {"grpo": RunConfig, "expert_iteration": EIConfig, "sft": SFTConfig}
+
+
+def stored_config(run: dict):
+    """A stored run's config, rebuilt as its dataclass (JSON keeps tuples as lists)."""
+    fields = {k: tuple(v) if isinstance(v, list) else v for k, v in run["config"].items()}
+    return _CONFIGS[run["kind"]](**fields)
+
+
+def replay(name: str, n: int = 2) -> tuple[dict, dict]:
+    """``(stored, now)``: the first ``n`` iterations (SFT: steps, n <= its warm-up) of a stored
+    run's log, and the same rows computed now by re-running it from its start; timings left out.
+    Equal to the last bit when this code produced the stored file."""
+    stored, spec = load_run(name), RUNS[name]
+    cfg = stored_config(stored)
+    torch.set_num_threads(1)
+    model, tok = start_model(spec)
+    train, val = PROTOCOL.splits()
+    if spec.kind == "grpo":
+        short = replace(cfg, iterations=n, eval_problems=1, eval_at_start=False, final_samples=0, held_out=0)
+        log = train_grpo(model, tok, train, val, short)["log"]
+    elif spec.kind == "expert_iteration":
+        log = expert_iteration(model, tok, train, val, replace(cfg, iterations=n, eval_problems=1))["log"]
+    elif spec.kind == "sft":
+        if n > cfg.warmup:
+            raise ValueError(f"replay SFT within its warm-up ({cfg.warmup} steps): after it, the lr depends "
+                             "on the total steps")
+        pool = train[:spec.train_pool] if spec.train_pool else train
+        history = sft(model, tok, pool, val, replace(cfg, steps=n, eval_problems=1, eval_every=n))
+        log = {"step": history["step"], "loss": history["loss"]}
+    else:
+        raise ValueError(f"{name!r} is an evaluation, with no log to replay")
+    keep = [k for k in stored["log"] if k not in TIMINGS]
+    return {k: stored["log"][k][:n] for k in keep}, {k: log[k][:n] for k in keep}
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m grpo.lm.runs", description=__doc__.split("\n\n")[0])
+    parser.add_argument("names", nargs="*", help="registry entries to run (see --list)")
+    parser.add_argument("--all", action="store_true", help="run every entry")
+    parser.add_argument("--list", action="store_true", help="list the registry and exit")
+    parser.add_argument("--workers", type=int, default=2)
+    args = parser.parse_args(argv)
+    if args.list:
+        for name, spec in RUNS.items():
+            print(f"{name:24s} {spec.kind:17s} from {spec.start:8s} {spec.note}")
+        return
+    names = list(RUNS) if args.all else args.names
+    unknown = [n for n in names if n not in RUNS]
+    if unknown or not names:
+        parser.error(f"unknown runs {unknown}; choose from {list(RUNS)}" if unknown else "name runs or --all")
+    first = [n for n in names if RUNS[n].start != "plateau"]     # plateau_sft writes what the rest start from
+    for wave in (first, [n for n in names if n not in first]):
+        for path in parallel_map(_run_and_write, wave, args.workers, desc="stored runs") if wave else ():
+            print("wrote", path)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,79 @@
+"""Chapter 8's stored runs (``data/runs/``, written by ``python -m grpo.lm.runs``, ``make full``):
+each one's first iterations re-run now must match its stored log to the last bit, its config must
+be the registry's, and its per-problem outcomes must be complete."""
+import json
+
+import numpy as np
+import pytest
+
+from grpo.lm import runs
+from grpo.lm.data import PROTOCOL, step_count
+from grpo.pool import parallel_map
+
+STORED = sorted(p.stem for p in runs.RUNS_DIR.glob("*.json"))
+REPLAYED = [n for n in STORED if runs.RUNS[n].kind != "evaluate"]
+
+
+def _replay(name):
+    return runs.replay(name, n=2)
+
+
+@pytest.fixture(scope="module")
+def replays():
+    return dict(zip(REPLAYED, parallel_map(_replay, REPLAYED, workers=2, desc="replays")))
+
+
+def test_every_registry_entry_is_stored():
+    assert set(runs.RUNS) <= set(STORED), f"run `python -m grpo.lm.runs` for {set(runs.RUNS) - set(STORED)}"
+    assert set(STORED) <= set(runs.RUNS), f"stored, not in the registry: {set(STORED) - set(runs.RUNS)}"
+
+
+@pytest.mark.parametrize("name", REPLAYED)
+def test_stored_log_is_what_the_code_produces(name, replays):
+    stored, now = replays[name]
+    assert stored and all(len(v) == 2 for v in stored.values())
+    for key in stored:
+        assert now[key] == stored[key], f"{name}: {key} stored {stored[key]} but replayed {now[key]}"
+
+
+@pytest.mark.parametrize("name", STORED)
+def test_stored_config_is_the_registry_s(name):
+    run = runs.load_run(name)
+    spec = runs.RUNS[name]
+    assert (run["kind"], run["start"]) == (spec.kind, spec.start)
+    assert (None if run["config"] is None else runs.stored_config(run)) == spec.config
+
+
+@pytest.mark.parametrize("name", STORED)
+def test_held_out_outcomes_are_complete(name):
+    h = runs.load_run(name)["held_out"]
+    problems = PROTOCOL.held_out(runs.HELD_OUT)
+    assert len(h["greedy"]) == len(problems) and h["steps"] == "".join(str(step_count(p)) for p in problems)
+    assert runs.decode(h["sampled"], h["samples"]).shape == (len(problems), h["samples"])
+    assert set(h["greedy"] + h["sampled"] + h["annotations_ok"]) <= {"0", "1"}
+
+
+def test_a_changed_log_fails_the_replay(tmp_path, monkeypatch):
+    """The replay compares: one changed digit in a stored reward is caught."""
+    name = next(n for n in REPLAYED if runs.RUNS[n].kind == "grpo")
+    run = runs.load_run(name)
+    run["log"]["reward_mean"][1] += 1e-12
+    (tmp_path / f"{name}.json").write_text(json.dumps(run))
+    monkeypatch.setattr(runs, "RUNS_DIR", tmp_path)
+    stored, now = runs.replay(name, n=2)
+    assert stored["reward_mean"] != now["reward_mean"]
+
+
+def test_decode_round_trips():
+    a = np.array([[1, 0, 0, 1], [0, 0, 1, 1]])
+    assert (runs.decode(runs._bits(a), 4) == a).all() and (runs.decode("0110") == [0, 1, 1, 0]).all()
+
+
+def test_missing_run_and_bad_names_are_clear(monkeypatch, tmp_path):
+    monkeypatch.setattr(runs, "RUNS_DIR", tmp_path)
+    with pytest.raises(FileNotFoundError, match="python -m grpo.lm.runs start"):
+        runs.load_run("start")
+    with pytest.raises(SystemExit):
+        runs.main(["no_such_run"])
+    with pytest.raises(SystemExit):
+        runs.main([])

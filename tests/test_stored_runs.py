@@ -53,6 +53,24 @@ def test_held_out_outcomes_are_complete(name):
     assert set(h["greedy"] + h["sampled"] + h["annotations_ok"]) <= {"0", "1"}
 
 
+RESCORED = [n for n in STORED if runs.RUNS[n].kind == "evaluate" or runs.RUNS[n].save_as]
+
+
+@pytest.mark.parametrize("name", RESCORED)
+def test_stored_outcomes_are_what_the_model_scores(name):
+    """Chapter 8 pairs its runs against the stored start: its first 256 held-out outcomes, scored
+    again now from the checkpoint, are the stored ones to the bit."""
+    stored, now = runs.rescore(name, n=256)
+    assert stored["greedy"] and now == stored
+
+
+def test_rescore_takes_only_a_model_on_disk_and_whole_batches():
+    with pytest.raises(ValueError, match="no model on disk"):
+        runs.rescore("grpo_lr5e-05")
+    with pytest.raises(ValueError, match="multiple of 256"):
+        runs.rescore("start", n=100)
+
+
 def test_a_changed_log_fails_the_replay(tmp_path, monkeypatch):
     """The replay compares: one changed digit in a stored reward is caught."""
     name = next(n for n in REPLAYED if runs.RUNS[n].kind == "grpo")

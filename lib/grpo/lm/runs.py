@@ -206,6 +206,24 @@ def replay(name: str, n: int = 2) -> tuple[dict, dict]:
     return {k: stored["log"][k][:n] for k in keep}, {k: log[k][:n] for k in keep}
 
 
+def rescore(name: str, n: int = 256) -> tuple[dict, dict]:
+    """``(stored, now)``: the first ``n`` held-out outcomes of a stored run whose model is on disk
+    (the evaluated start, or an SFT run that saved its weights), and the same problems scored now.
+    With ``n`` a multiple of 256 every generation batch is as it was, so the two are equal to the bit."""
+    spec = RUNS.get(name)
+    if spec is None or not (spec.kind == "evaluate" or spec.save_as):
+        raise ValueError(f"{name!r} has no model on disk to re-score: choose the start or an SFT run "
+                         "that saves its weights")
+    if n < 256 or n % 256 or n > HELD_OUT:
+        raise ValueError(f"n must be a multiple of 256 in [256, {HELD_OUT}], got {n}")
+    torch.set_num_threads(1)
+    model, tok = start_model(spec) if spec.kind == "evaluate" else load_sft(checkpoint=spec.save_as)
+    now = held_out_outcomes(model, tok, PROTOCOL.held_out(HELD_OUT)[:n])
+    h = load_run(name)["held_out"]
+    per = {"greedy": 1, "sampled": h["samples"], "annotations_ok": h["samples"], "steps": 1}
+    return {k: h[k][:n * m] for k, m in per.items()}, {k: now[k] for k in per}
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(prog="python -m grpo.lm.runs", description=__doc__.split("\n\n")[0])
     parser.add_argument("names", nargs="*", help="registry entries to run (see --list)")

@@ -320,3 +320,114 @@ def test_empty_groups_are_a_clear_error():
         L.outcome_advantages([], 4)
     with pytest.raises(ValueError, match=">= 1 step"):
         L.process_advantages([[], []])
+
+
+def _episodes(rewards, actions=None):
+    actions = actions or [np.zeros(len(r), np.int64) for r in rewards]
+    return L.Episodes([np.zeros((len(r), 8), np.float32) for r in rewards], actions,
+                      [np.asarray(r, float) for r in rewards])
+
+
+def test_episode_outcomes_read_the_terminal_reward():
+    ep = _episodes([[1.0, 2.0, 100.0], [0.5, -100.0], [0.1] * 4, [3.0, 99.5]],
+                   [np.array([2, 2, 0]), np.array([1, 2]), np.array([2, 3, 2, 2]), np.array([0, 0])])
+    out = L.episode_outcomes(ep)
+    assert (out["landed"], out["crashed"], out["timed_out"]) == (0.25, 0.25, 0.5)
+    assert out["length"] == 11 / 4 and out["main_engine"] == (2 + 1 + 3 + 0) / 4
+    R = np.array([103.0, -99.5, 0.4, 102.5])
+    assert np.isclose(out["return_mean_minus_std"], R.mean() - R.std())
+    with pytest.raises(ValueError, match="at least one"):
+        L.episode_outcomes(_episodes([]))
+
+
+def test_a_real_crash_and_a_real_landing_end_on_exactly_minus_and_plus_100():
+    crash = L.play_episodes([L.make_env()], [3], L.make_actor(0), None, greedy=True)   # near uniform: falls
+    assert crash.rewards[0][-1] == -100.0 and L.episode_outcomes(crash)["crashed"] == 1.0
+
+
+def test_visited_state_entropy_is_the_mean_over_every_visited_state():
+    actor = L.make_actor(1)
+    ep = L.play_episodes([L.make_env(), L.make_env()], [4, 5], actor, np.random.default_rng(0))
+    want = L.entropy_of(L.policy_logits(actor, np.concatenate(ep.obs))).mean()
+    assert L.visited_state_entropy(actor, ep) == pytest.approx(want)
+    assert 1.3 < want <= np.log(4)                      # the fresh actor is near uniform everywhere
+
+
+def test_gradient_agreement_on_hand_examples():
+    same = L.gradient_agreement([[1.0, 2.0], [2.0, 4.0]])
+    assert same["cosine"] == pytest.approx(1.0)
+    opposite = L.gradient_agreement([[1.0, 0.0], [-1.0, 0.0]])
+    assert opposite["cosine"] == pytest.approx(-1.0) and opposite["snr"] == 0.0
+    g = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    mean = g.mean(0)
+    snr = (mean ** 2).sum() / np.mean(((g - mean) ** 2).sum(1))
+    cos = np.mean([0.0, 1 / np.sqrt(2), 1 / np.sqrt(2)])
+    out = L.gradient_agreement(g)
+    assert out["snr"] == pytest.approx(snr) and out["cosine"] == pytest.approx(cos)
+    assert L.gradient_agreement([[1.0, 1.0], [1.0, 1.0]])["snr"] == float("inf")
+    rng = np.random.default_rng(0)
+    assert abs(L.gradient_agreement(rng.normal(size=(200, 500)))["cosine"]) < 0.01
+    for bad in ([[1.0, 2.0]], [[1.0, np.nan], [1.0, 2.0]], [1.0, 2.0]):
+        with pytest.raises(ValueError, match="grads"):
+            L.gradient_agreement(bad)
+
+
+def test_returns_to_go_and_the_time_baseline_by_hand():
+    to_go = L.returns_to_go([[1.0, 2.0, 3.0], [4.0]])
+    assert [x.tolist() for x in to_go] == [[6.0, 5.0, 3.0], [4.0]]
+    base = L.time_baseline(to_go, group_size=2)    # step 0: (6 + 4) / 2; later the ended one counts 0
+    assert base.tolist() == [5.0, 2.5, 1.5, 5.0]
+    adv = L.baseline_advantages(np.concatenate(to_go), base)
+    a = np.array([1.0, 2.5, 1.5, -1.0])
+    assert np.allclose(adv, a / (a.std() + L.GROUP_EPS))
+    assert (L.baseline_advantages([2.0, 3.0], [1.0, 2.0]) == 0).all()    # all equal: no signal, no NaN
+    with pytest.raises(ValueError, match="G >= 2"):
+        L.time_baseline(to_go, group_size=1)
+    with pytest.raises(ValueError, match="finite"):
+        L.baseline_advantages([1.0, np.nan], [0.0, 0.0])
+
+
+@pytest.mark.parametrize("algo", ["grpo_value", "grpo_time"])
+def test_the_baseline_controls_run_on_grpo_batches_and_are_deterministic(algo):
+    cfg = L.GRPOConfig(group_size=2, prompts=2, minibatch=64, epochs=2, ref_every=2,
+                       baseline=L.BASELINES[algo], measure_gradients=True)
+    spec = L.RunSpec(algo, 3, 600, eval_every=300, val_episodes=2, test_episodes=2, config=cfg)
+    r1, r2 = L.train(spec), L.train(spec)
+    for k in r1["final_state"]:
+        assert torch.equal(r1["final_state"][k], r2["final_state"][k])
+    plain = L.GRPOConfig(group_size=2, prompts=2, minibatch=64, epochs=2, ref_every=2)
+    grpo = L.train(L.RunSpec("grpo", 3, 600, eval_every=300, val_episodes=2, test_episodes=2, config=plain))
+    assert not torch.equal(r1["final_state"]["4.weight"], grpo["final_state"]["4.weight"])
+    assert all(np.isfinite(r1["diagnostics"]["grad_cosine"]))
+    assert all(np.isnan(grpo["diagnostics"]["grad_snr"]))
+
+
+def test_measuring_gradients_leaves_the_run_unchanged():
+    for algo, cfg in (("grpo", TINY_GRPO), ("ppo", TINY_AC)):
+        spec = L.RunSpec(algo, 3, 600, eval_every=300, val_episodes=2, test_episodes=2, config=cfg)
+        plain = L.train(spec)
+        measured = L.train(L.RunSpec(algo, 3, 600, eval_every=300, val_episodes=2, test_episodes=2,
+                                     config=type(cfg)(**{**cfg.__dict__, "measure_gradients": True})))
+        for k in plain["final_state"]:
+            assert torch.equal(plain["final_state"][k], measured["final_state"][k])
+    assert measured["gradient_agreement"]["grad_cosine"] and not plain["gradient_agreement"]["grad_cosine"]
+
+
+@pytest.mark.parametrize("algo, cfg, match", [
+    ("grpo_value", L.GRPOConfig(), "runs baseline 'value'"),
+    ("grpo", L.GRPOConfig(baseline="value"), "use algo='grpo_value'"),
+    ("grpo_time", L.GRPOConfig(baseline="nope"), "must be 'group', 'value' or 'time'"),
+])
+def test_the_baseline_label_must_match_the_config(algo, cfg, match):
+    with pytest.raises(ValueError, match=match):
+        L.train(L.RunSpec(algo, 0, 100, config=cfg))
+
+
+def test_stop_at_ends_a_run_at_the_first_validation_that_reaches_it():
+    spec = L.RunSpec("grpo", 3, 3000, eval_every=300, val_episodes=2, test_episodes=2, config=TINY_GRPO,
+                     stop_at=-1e9)                     # any return reaches it: stop after the first rollout
+    r = L.train(spec)
+    assert r["env_steps"] < 3000 and len(r["curve"]["train_cpu_s"]) == len(r["curve"]["det"])
+    assert all(c >= 0 for c in r["curve"]["train_cpu_s"])
+    with pytest.raises(ValueError, match="stop_at"):
+        L.train(L.RunSpec("ppo", 0, 100, stop_at=float("nan")))

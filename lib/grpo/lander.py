@@ -41,7 +41,9 @@ SOLVED = 200.0                         # the task counts as solved at a mean ret
 TRAIN_SEEDS = (0, 1_000_000)           # prompts are drawn from here
 VAL_SEED0 = 1_000_000                  # periodic evaluation, picks the best checkpoint
 TEST_SEED0 = 2_000_000                 # final held-out evaluation
-ALGOS = ("ppo", "a2c", "grpo", "grpo_process")
+ALGOS = ("ppo", "a2c", "grpo", "grpo_process", "grpo_value", "grpo_time")
+BASELINES = {"grpo": "group", "grpo_process": "group", "grpo_value": "value", "grpo_time": "time"}
+MAIN_ENGINE = 2                        # actions: 0 nothing, 1 left engine, 2 main engine, 3 right engine
 
 
 # ---------------------------------------------------------------------------------------------
@@ -167,6 +169,40 @@ def play_episodes(envs, seeds, actor, rng, greedy: bool = False, frames: list | 
                     [np.array(r, float) for r in ep_rew])
 
 
+def episode_outcomes(ep: Episodes) -> dict:
+    """How episodes ended, and what they cost. Gymnasium sets the last reward to exactly +100 when
+    the lander comes to rest and to exactly -100 when it crashes or flies off; any other last
+    reward means the 1000-step limit cut the episode (timed out, e.g. hovering)."""
+    if not ep.rewards:
+        raise ValueError("episode_outcomes needs at least one episode")
+    last = np.array([float(r[-1]) for r in ep.rewards])
+    landed, crashed = last == 100.0, last == -100.0
+    return {"landed": float(landed.mean()), "crashed": float(crashed.mean()),
+            "timed_out": float((~landed & ~crashed).mean()), "length": float(ep.lengths.mean()),
+            "main_engine": float(np.mean([(a == MAIN_ENGINE).sum() for a in ep.actions])),
+            "return_mean_minus_std": float(ep.returns.mean() - ep.returns.std())}
+
+
+def visited_state_entropy(actor, ep: Episodes) -> float:
+    """The policy's mean entropy (nats) over every state its episodes visited, not just the start."""
+    if not ep.obs:
+        raise ValueError("visited_state_entropy needs at least one episode")
+    return float(entropy_of(policy_logits(actor, np.concatenate(ep.obs))).mean())
+
+
+def gradient_agreement(grads) -> dict:
+    """How much M minibatch gradients (an (M, P) array) agree: their mean pairwise cosine, and the
+    signal-to-noise ratio |mean g|^2 / mean |g - mean g|^2. Both near 0: the steps mostly cancel."""
+    g = np.asarray(grads, dtype=float)
+    if g.ndim != 2 or g.shape[0] < 2 or not np.isfinite(g).all():
+        raise ValueError(f"grads must be a finite (M >= 2, P) array, got shape {g.shape}")
+    unit = g / np.maximum(np.linalg.norm(g, axis=1, keepdims=True), 1e-30)
+    M, mean = len(g), g.mean(0)
+    cosine = (np.sum(unit.sum(0) ** 2) - np.sum(unit ** 2)) / (M * (M - 1))
+    noise = np.mean(np.sum((g - mean) ** 2, axis=1))
+    return {"cosine": float(cosine), "snr": float(np.sum(mean ** 2) / noise) if noise > 0 else float("inf")}
+
+
 @dataclass
 class Steps:
     """n_steps x n_envs transitions from running envs; truncated episodes' last obs kept for bootstrap."""
@@ -230,6 +266,35 @@ def outcome_advantages(returns, group_size: int) -> np.ndarray:
     if group_size < 2 or R.ndim != 1 or len(R) == 0 or len(R) % group_size:
         raise ValueError(f"need G >= 2 and a whole number (>= 1) of groups, got G={group_size}, {R.shape}")
     return np.concatenate([grpo_advantages(g, eps=GROUP_EPS) for g in R.reshape(-1, group_size)])
+
+
+def returns_to_go(rewards) -> list:
+    """Per episode, each step's undiscounted return from that step to the episode's end."""
+    return [np.cumsum(np.asarray(r, float)[::-1])[::-1] for r in rewards]
+
+
+def time_baseline(to_go, group_size: int) -> np.ndarray:
+    """Per step, the mean return-to-go of its group's episodes at the same step index (an episode
+    that has ended counts 0): a baseline that depends on time, not on the state."""
+    if group_size < 2 or not to_go or len(to_go) % group_size:
+        raise ValueError(f"need G >= 2 and a whole number (>= 1) of groups, got G={group_size}, {len(to_go)}")
+    out = []
+    for g in range(0, len(to_go), group_size):
+        group = to_go[g:g + group_size]
+        padded = np.zeros((group_size, max(map(len, group))))
+        for i, x in enumerate(group):
+            padded[i, :len(x)] = x
+        out += [padded.mean(0)[:len(x)] for x in group]
+    return np.concatenate(out)
+
+
+def baseline_advantages(to_go, baseline, eps: float = GROUP_EPS) -> np.ndarray:
+    """(G_t - b_t) / (std over the batch + eps): the return-to-go minus a baseline, scaled like
+    GRPO's z-score but not re-centred (the baseline does the centring). All equal: zeros."""
+    a = np.asarray(to_go, float) - np.asarray(baseline, float)
+    if a.ndim != 1 or not np.isfinite(a).all():
+        raise ValueError("returns-to-go and baseline must be finite and of one shape (steps,)")
+    return np.zeros_like(a) if np.all(a == a[0]) else a / (a.std() + eps)
 
 
 def process_advantages(rewards, eps: float = GROUP_EPS) -> list:
@@ -327,6 +392,7 @@ class ActorCriticConfig:
     vf_coef: float = 0.5
     ent_coef: float = 0.01
     normalize_adv: bool = True   # per minibatch, as SB3
+    measure_gradients: bool = False   # log the first epoch's minibatch-gradient agreement (actor)
 
 
 # rl-zoo's A2C numbers for LunarLander (8 envs x 5 steps, gamma 0.995, lambda 1, entropy 1e-5,
@@ -350,6 +416,8 @@ class GRPOConfig:
     beta: float = 0.04           # k3 KL to the reference policy
     ref_every: int = 10          # iterations between reference refreshes
     process: bool = False
+    baseline: str = "group"      # "group": GRPO | "value": a learned V(s) | "time": the group's mean by step
+    measure_gradients: bool = False   # log the first epoch's minibatch-gradient agreement
 
 
 @dataclass(frozen=True)
@@ -362,12 +430,14 @@ class RunSpec:
     val_episodes: int = 20
     test_episodes: int = 50
     config: object = field(default=None)
+    stop_at: float | None = None  # stop once a validation argmax mean reaches this (benches: time to land)
 
     def resolved_config(self):
         if self.config is not None:
             return self.config
         return {"ppo": ActorCriticConfig(), "a2c": A2C_CONFIG, "grpo": GRPOConfig(),
-                "grpo_process": GRPOConfig(process=True)}[self.algo]
+                "grpo_process": GRPOConfig(process=True), "grpo_value": GRPOConfig(baseline="value"),
+                "grpo_time": GRPOConfig(baseline="time")}[self.algo]
 
 
 def _check_spec(spec: RunSpec) -> None:
@@ -377,6 +447,8 @@ def _check_spec(spec: RunSpec) -> None:
     if not (spec.total_steps > 0 and spec.eval_every > 0 and spec.val_episodes > 0
             and spec.test_episodes > 0 and cfg.lr > 0 and cfg.epochs > 0 and cfg.minibatch > 0):
         raise ValueError(f"steps, episodes, lr, epochs and minibatch must be > 0: {spec}")
+    if spec.stop_at is not None and not np.isfinite(spec.stop_at):
+        raise ValueError(f"stop_at must be a finite return or None, got {spec.stop_at}")
     if isinstance(cfg, GRPOConfig) and (cfg.group_size < 2 or cfg.prompts < 1):
         raise ValueError(f"GRPO needs G >= 2 and B >= 1, got G={cfg.group_size}, B={cfg.prompts}")
     # the label must say what runs: the trainer reads the config, the results carry the label
@@ -385,6 +457,12 @@ def _check_spec(spec: RunSpec) -> None:
     if not isinstance(cfg, wanted):
         raise ValueError(f"algo {spec.algo!r} needs a config of type {wanted.__name__}, "
                          f"got {type(cfg).__name__}")
+    if grpo and cfg.baseline not in ("group", "value", "time"):
+        raise ValueError(f"GRPOConfig.baseline must be 'group', 'value' or 'time', got {cfg.baseline!r}")
+    if grpo and cfg.baseline != BASELINES[spec.algo]:
+        right = next(a for a, b in BASELINES.items() if b == cfg.baseline and a != "grpo_process")
+        raise ValueError(f"algo {spec.algo!r} runs baseline {BASELINES[spec.algo]!r}, but the config says "
+                         f"{cfg.baseline!r}: use algo={right!r}")
     if grpo and cfg.process != (spec.algo == "grpo_process"):
         raise ValueError(f"algo {spec.algo!r} with a GRPOConfig(process={cfg.process}) would run "
                          f"{'process' if cfg.process else 'outcome'} GRPO under the wrong label: use "
@@ -414,7 +492,9 @@ class _Tracker:
         self.spec, self.steps, self.progress = spec, 0, progress
         self.validate = Evaluator(range(VAL_SEED0, VAL_SEED0 + spec.val_episodes), rng_seed=spec.seed)
         self.next_eval, self.best, self.best_state = 0, -np.inf, None
-        self.curve = {"env_steps": [], "det": [], "sampled": []}
+        self.curve = {"env_steps": [], "det": [], "sampled": [],
+                      "train_cpu_s": []}   # CPU-s of training so far, evaluations left out (benches only)
+        self.cpu0, self.eval_cpu = time.process_time(), 0.0
         self.snapshots = []                # (env steps, actor weights) at every evaluation
         self.train_returns = {"env_steps": [], "return": []}
 
@@ -430,6 +510,8 @@ class _Tracker:
         if self.steps < self.next_eval and not force:
             return
         self.next_eval = self.steps + self.spec.eval_every
+        t = time.process_time()
+        self.curve["train_cpu_s"].append(t - self.cpu0 - self.eval_cpu)
         ev = self.validate(actor)
         det, samp = float(ev["det"].mean()), float(ev["sampled"].mean())
         self.curve["env_steps"].append(self.steps)
@@ -438,10 +520,12 @@ class _Tracker:
         self.snapshots.append((self.steps, copy.deepcopy(actor.state_dict())))
         if max(det, samp) > self.best:     # the better of the two modes picks the checkpoint
             self.best, self.best_state = max(det, samp), copy.deepcopy(actor.state_dict())
+        self.eval_cpu += time.process_time() - t
 
     @property
     def done(self) -> bool:
-        return self.steps >= self.spec.total_steps
+        det, stop = self.curve["det"], self.spec.stop_at
+        return self.steps >= self.spec.total_steps or (stop is not None and bool(det) and det[-1] >= stop)
 
 
 def train_actor_critic(spec: RunSpec, progress=None) -> dict:
@@ -454,7 +538,7 @@ def train_actor_critic(spec: RunSpec, progress=None) -> dict:
     params = list(actor.parameters()) + list(critic.parameters())
     opt = torch.optim.Adam(params, lr=cfg.lr, eps=cfg.adam_eps, fused=True)
     collector, track = StepCollector(cfg.n_envs, rng), _Tracker(spec, progress)
-    clip_fracs, iterations = [], 0
+    clip_fracs, iterations, agreement = [], 0, {"env_steps": [], "grad_cosine": [], "grad_snr": []}
     while not track.done:
         track.maybe_evaluate(actor)
         # 1. rollout with the current policy (it is pi_old for this update)
@@ -477,7 +561,8 @@ def train_actor_critic(spec: RunSpec, progress=None) -> dict:
         with torch.no_grad():
             b_logp_old = torch.log_softmax(actor(b_obs), -1).gather(1, b_act[:, None])[:, 0]
         # 3. K epochs of minibatch steps on the clipped surrogate + value loss - entropy bonus
-        for _ in range(cfg.epochs):
+        grads = []
+        for epoch in range(cfg.epochs):
             for mb in torch.from_numpy(rng.permutation(T * N)).split(cfg.minibatch):
                 logp_all = torch.log_softmax(actor(b_obs[mb]), -1)
                 logp = logp_all.gather(1, b_act[mb, None])[:, 0]
@@ -491,26 +576,38 @@ def train_actor_critic(spec: RunSpec, progress=None) -> dict:
                         - cfg.ent_coef * entropy.mean())
                 opt.zero_grad(set_to_none=True)
                 loss.backward()
+                if cfg.measure_gradients and epoch == 0:
+                    grads.append(torch.cat([p.grad.ravel() for p in actor.parameters()]).numpy().copy())
                 nn.utils.clip_grad_norm_(params, cfg.max_grad_norm)
                 opt.step()
                 clip_fracs.append(float(clipped.float().mean()))
+        if len(grads) >= 2:
+            agree = gradient_agreement(grads)
+            for k, v in (("env_steps", track.steps), ("grad_cosine", agree["cosine"]),
+                         ("grad_snr", agree["snr"])):
+                agreement[k].append(v)
         iterations += 1
     track.maybe_evaluate(actor, force=True)
     return _finish(spec, cfg, actor, track, {"clip_fraction_median": float(np.median(clip_fracs)),
-                                             "iterations": iterations})
+                                             "iterations": iterations, "gradient_agreement": agreement})
 
 
 def train_grpo(spec: RunSpec, progress=None) -> dict:
-    """GRPO: B prompts x G episodes, group-relative advantage, clipped update + beta*k3, no critic."""
+    """GRPO: B prompts x G episodes, group-relative advantage, clipped update + beta*k3, no critic.
+    With ``baseline="value"`` (the control) a learned V(s) replaces the group mean, on the same
+    batches with the same update: advantage G_t - V(s_t) (lambda = 1, no GAE)."""
     cfg = spec.resolved_config()
     _check_spec(spec)
     torch.manual_seed(spec.seed)
     rng = np.random.default_rng(spec.seed)
     actor = make_actor(spec.seed)
     opt = torch.optim.Adam(actor.parameters(), lr=cfg.lr, eps=cfg.adam_eps, fused=True)
+    critic = make_critic(spec.seed) if cfg.baseline == "value" else None
+    if critic is not None:
+        critic_opt = torch.optim.Adam(critic.parameters(), lr=cfg.lr, eps=cfg.adam_eps, fused=True)
     envs, track = [make_env() for _ in range(cfg.group_size * cfg.prompts)], _Tracker(spec, progress)
     diag = {k: [] for k in ("env_steps", "group_std", "degenerate", "near_degenerate", "kl_median",
-                            "kl_max", "clip_fraction", "start_entropy")}
+                            "kl_max", "clip_fraction", "start_entropy", "grad_cosine", "grad_snr")}
     it = 0
     while not track.done:
         track.maybe_evaluate(actor)
@@ -521,16 +618,25 @@ def train_grpo(spec: RunSpec, progress=None) -> dict:
         seeds = np.repeat(prompts, cfg.group_size)
         ep = play_episodes(envs, seeds, actor, rng)
         track.add(int(ep.lengths.sum()), ep.returns)
+        b_obs = torch.from_numpy(np.concatenate(ep.obs))
         # 2. advantages: one number per episode broadcast to its steps, or per-step process credit
         if cfg.process:
             G = cfg.group_size
             adv = np.concatenate([a for g in range(cfg.prompts)
                                   for a in process_advantages(ep.rewards[g * G:(g + 1) * G])])
-        else:
+        elif cfg.baseline == "group":
             adv = np.repeat(outcome_advantages(ep.returns, cfg.group_size), ep.lengths)
+        else:                                  # the controls: return-to-go minus V(s_t), or the time mean
+            to_go = returns_to_go(ep.rewards)
+            if critic is not None:
+                with torch.no_grad():
+                    base = critic(b_obs)[:, 0].double().numpy()
+                b_to_go = torch.from_numpy(np.concatenate(to_go)).float()
+            else:
+                base = time_baseline(to_go, cfg.group_size)
+            adv = baseline_advantages(np.concatenate(to_go), base)
         w = step_weights(ep.lengths)
         # 3. flatten; log pi_old and log pi_ref computed once
-        b_obs = torch.from_numpy(np.concatenate(ep.obs))
         b_act = torch.from_numpy(np.concatenate(ep.actions))
         b_adv, b_w = torch.from_numpy(adv).float(), torch.from_numpy(w).float()
         with torch.no_grad():
@@ -538,7 +644,7 @@ def train_grpo(spec: RunSpec, progress=None) -> dict:
             b_logp_ref = torch.log_softmax(ref(b_obs), -1).gather(1, b_act[:, None])[:, 0]
         starts = b_obs[np.concatenate([[0], np.cumsum(ep.lengths)[:-1]])[::cfg.group_size]]
         # 4. K epochs of minibatch steps on the same clipped surrogate, minus beta * k3, no critic
-        clip_fracs, kls = [], []
+        clip_fracs, kls, grads = [], [], []
         for epoch in range(cfg.epochs):
             for mb in torch.from_numpy(rng.permutation(len(b_act))).split(cfg.minibatch):
                 logp = torch.log_softmax(actor(b_obs[mb]), -1).gather(1, b_act[mb, None])[:, 0]
@@ -546,19 +652,29 @@ def train_grpo(spec: RunSpec, progress=None) -> dict:
                                               cfg.clip, cfg.beta)
                 opt.zero_grad(set_to_none=True)
                 loss.backward()
+                if cfg.measure_gradients and epoch == 0:
+                    grads.append(torch.cat([p.grad.ravel() for p in actor.parameters()]).numpy().copy())
                 nn.utils.clip_grad_norm_(actor.parameters(), cfg.max_grad_norm)
                 opt.step()
+                if critic is not None:         # the control's V(s), fitted to G_t on the same minibatch
+                    v_loss = ((critic(b_obs[mb])[:, 0] - b_to_go[mb]) ** 2).mean()
+                    critic_opt.zero_grad(set_to_none=True)
+                    v_loss.backward()
+                    nn.utils.clip_grad_norm_(critic.parameters(), cfg.max_grad_norm)
+                    critic_opt.step()
                 clip_fracs.append(float(clipped.float().mean()))
                 if epoch == cfg.epochs - 1:
                     kls.append(k3.detach().numpy())
         stds = ep.returns.reshape(cfg.prompts, cfg.group_size).std(1)
         kl = np.concatenate(kls)
+        agree = gradient_agreement(grads) if len(grads) >= 2 else {"cosine": np.nan, "snr": np.nan}
         for k, v in (("env_steps", track.steps), ("group_std", float(np.mean(stds))),
                      ("degenerate", float(np.mean(stds < GROUP_EPS))),
                      ("near_degenerate", float(np.mean(stds < 1.0))),
                      ("kl_median", float(np.median(kl))), ("kl_max", float(kl.max())),
                      ("clip_fraction", float(np.mean(clip_fracs))),
-                     ("start_entropy", float(entropy_of(policy_logits(actor, starts.numpy())).mean()))):
+                     ("start_entropy", float(entropy_of(policy_logits(actor, starts.numpy())).mean())),
+                     ("grad_cosine", agree["cosine"]), ("grad_snr", agree["snr"])):
             diag[k].append(v)
         it += 1
     track.maybe_evaluate(actor, force=True)

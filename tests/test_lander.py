@@ -35,6 +35,15 @@ def test_a_short_training_run_is_deterministic(algo, cfg):
         assert torch.equal(r1["final_state"][k], r2["final_state"][k])
     assert r1["test_det"] == r2["test_det"] and r1["test_sampled"] == r2["test_sampled"]
     assert r1["env_steps"] >= 600
+    if algo == "ppo":                     # K epochs of minibatches over each rollout
+        assert r1["adam_steps"] == r1["iterations"] * cfg.epochs * cfg.n_envs * cfg.n_steps // cfg.minibatch
+    else:                                 # K epochs of minibatches over each iteration's episodes
+        new = np.diff(r1["diagnostics"]["env_steps"], prepend=0)
+        assert r1["adam_steps"] == cfg.epochs * sum(-(-n // cfg.minibatch) for n in new)
+    final = L.Evaluator(range(L.TEST_SEED0, L.TEST_SEED0 + 2), rng_seed=3)(L.load_actor(r1["final_state"]))
+    assert r1["final_det"] == final["det"].tolist() and r1["final_sampled"] == final["sampled"].tolist()
+    chosen = L.Evaluator(range(L.TEST_SEED0, L.TEST_SEED0 + 2), rng_seed=3)(L.load_actor(r1["det_state"]))
+    assert r1["test_det"] == chosen["det"].tolist()        # the argmax row flies the argmax-chosen weights
     r3 = L.train(L.RunSpec(algo, 4, 600, eval_every=300, val_episodes=2, test_episodes=2, config=cfg))
     assert not torch.equal(r1["final_state"]["0.weight"], r3["final_state"]["0.weight"])
 
@@ -284,13 +293,22 @@ def test_fly_returns_downscaled_frames_one_per_step_plus_the_start():
 
 
 def test_summarize_builds_the_registry_entry():
-    runs = [{"algo": "grpo", "test_det": [250.0, 100.0], "test_sampled": [0.0, 300.0], "start_entropy": 1.0,
-             "iterations": 5, "degenerate_fraction": 0.0, "near_degenerate_fraction": 0.5, "kl_median": 0.01,
-             "clip_fraction_median": 0.1, "group_return_std_median": 30.0}] * 2
-    s = L.summarize(runs)
+    ends = {k: 0.5 for k in ("landed", "crashed", "timed_out", "legs_down", "length", "main_engine")}
+    run = {"algo": "grpo", "test_det": [250.0, 100.0], "test_sampled": [0.0, 300.0], "start_entropy": 1.0,
+           "final_det": [0.0, 0.0], "final_sampled": [10.0, 30.0], "visited_state_entropy": 1.2,
+           "env_steps": 1000, "outcomes": {"det": ends, "sampled": {**ends, "landed": 1.0}},
+           "iterations": 5, "degenerate_fraction": 0.0, "near_degenerate_fraction": 0.5, "kl_median": 0.01,
+           "clip_fraction_median": 0.1, "group_return_std_median": 30.0,
+           "diagnostics": {"grad_cosine": [0.1, np.nan, 0.3], "grad_snr": [1.0, 2.0, 9.0]}}
+    s = L.summarize([run, {**run, "env_steps": 1003}])
     assert s["det_return_mean"] == 175.0 and s["det_solved_fraction"] == 0.5
+    assert s["det_return_mean_minus_std"] == 175.0 - 75.0
     assert s["sampled_return_per_seed"] == [150.0, 150.0] and s["iterations"] == [5, 5]
-    assert s["near_degenerate_fraction"] == 0.5
+    assert s["final_sampled_return_mean"] == 20.0 and s["final_det_solved_fraction"] == 0.0
+    assert s["outcomes"]["sampled"]["landed"] == 1.0 and s["outcomes"]["det"]["legs_down"] == 0.5
+    assert s["env_steps"] == 1002 and s["env_steps_per_seed"] == [1000, 1003]
+    assert s["visited_state_entropy_mean"] == 1.2 and s["near_degenerate_fraction"] == 0.5
+    assert s["grad_cosine_median"] == pytest.approx(0.2) and s["grad_snr_median"] == 2.0
     with pytest.raises(ValueError, match="workers"):
         L.run_all([], workers=0)
 
@@ -322,27 +340,38 @@ def test_empty_groups_are_a_clear_error():
         L.process_advantages([[], []])
 
 
-def _episodes(rewards, actions=None):
+def _episodes(rewards, actions=None, legs=None):
     actions = actions or [np.zeros(len(r), np.int64) for r in rewards]
+    last = [np.r_[np.zeros(6), [1.0, 1.0] if down else [1.0, 0.0]].astype(np.float32)
+            for down in (legs or [False] * len(rewards))]
     return L.Episodes([np.zeros((len(r), 8), np.float32) for r in rewards], actions,
-                      [np.asarray(r, float) for r in rewards])
+                      [np.asarray(r, float) for r in rewards], last)
 
 
 def test_episode_outcomes_read_the_terminal_reward():
     ep = _episodes([[1.0, 2.0, 100.0], [0.5, -100.0], [0.1] * 4, [3.0, 99.5]],
-                   [np.array([2, 2, 0]), np.array([1, 2]), np.array([2, 3, 2, 2]), np.array([0, 0])])
+                   [np.array([2, 2, 0]), np.array([1, 2]), np.array([2, 3, 2, 2]), np.array([0, 0])],
+                   legs=[True, False, True, False])        # one leg down counts as not down
     out = L.episode_outcomes(ep)
     assert (out["landed"], out["crashed"], out["timed_out"]) == (0.25, 0.25, 0.5)
+    assert out["legs_down"] == 0.5
     assert out["length"] == 11 / 4 and out["main_engine"] == (2 + 1 + 3 + 0) / 4
     R = np.array([103.0, -99.5, 0.4, 102.5])
     assert np.isclose(out["return_mean_minus_std"], R.mean() - R.std())
     with pytest.raises(ValueError, match="at least one"):
         L.episode_outcomes(_episodes([]))
+    with pytest.raises(ValueError, match="last obs"):
+        L.episode_outcomes(L.Episodes(ep.obs, ep.actions, ep.rewards))
 
 
 def test_a_real_crash_and_a_real_landing_end_on_exactly_minus_and_plus_100():
     crash = L.play_episodes([L.make_env()], [3], L.make_actor(0), None, greedy=True)   # near uniform: falls
     assert crash.rewards[0][-1] == -100.0 and L.episode_outcomes(crash)["crashed"] == 1.0
+    env = L.make_env()
+    env.reset(seed=3)
+    for a in crash.actions[0]:                           # the stored last obs is the env's last obs
+        last = env.step(int(a))[0]
+    assert np.array_equal(crash.last_obs[0], last)
 
 
 def test_visited_state_entropy_is_the_mean_over_every_visited_state():
@@ -431,3 +460,16 @@ def test_stop_at_ends_a_run_at_the_first_validation_that_reaches_it():
     assert all(c >= 0 for c in r["curve"]["train_cpu_s"])
     with pytest.raises(ValueError, match="stop_at"):
         L.train(L.RunSpec("ppo", 0, 100, stop_at=float("nan")))
+
+
+def test_each_mode_keeps_the_checkpoint_that_scored_best_in_that_mode():
+    track = L._Tracker(L.RunSpec("ppo", 0, 10, eval_every=1, val_episodes=1))
+    scores = [(10.0, 50.0), (30.0, 20.0), (20.0, 40.0)]       # argmax best at 1, sampled best at 0
+    actor = L.make_actor(0)
+    for i, (det, samp) in enumerate(scores):
+        track.validate = lambda _, d=det, s=samp: {"det": np.array([d]), "sampled": np.array([s])}
+        with torch.no_grad():
+            actor[0].bias.fill_(float(i))                     # marks which evaluation the weights are
+        track.maybe_evaluate(actor, force=True)
+    assert track.best == {"det": 30.0, "sampled": 50.0}
+    assert track.best_state["det"]["0.bias"][0] == 1.0 and track.best_state["sampled"]["0.bias"][0] == 0.0

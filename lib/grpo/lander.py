@@ -125,10 +125,11 @@ def start_obs(seeds) -> np.ndarray:
 # ---------------------------------------------------------------------------------------------
 @dataclass
 class Episodes:
-    """Complete episodes: per episode an (L, 8) obs array, L actions and L rewards."""
+    """Complete episodes: per episode an (L, 8) obs array, L actions, L rewards and the last obs."""
     obs: list
     actions: list
     rewards: list
+    last_obs: list = field(default_factory=list)   # the observation each episode ended in
 
     @property
     def lengths(self) -> np.ndarray:
@@ -166,19 +167,24 @@ def play_episodes(envs, seeds, actor, rng, greedy: bool = False, frames: list | 
             if terminated or truncated:
                 active[i] = False
     return Episodes([np.array(o, np.float32) for o in ep_obs], [np.array(a, np.int64) for a in ep_act],
-                    [np.array(r, float) for r in ep_rew])
+                    [np.array(r, float) for r in ep_rew], [o.copy() for o in obs])
 
 
 def episode_outcomes(ep: Episodes) -> dict:
     """How episodes ended, and what they cost. Gymnasium sets the last reward to exactly +100 when
     the lander comes to rest and to exactly -100 when it crashes or flies off; any other last
-    reward means the 1000-step limit cut the episode (timed out, e.g. hovering)."""
-    if not ep.rewards:
-        raise ValueError("episode_outcomes needs at least one episode")
+    reward means the 1000-step limit cut the episode (timed out, e.g. hovering, or resting on its
+    legs with an engine still firing: ``legs_down`` counts episodes that end with both legs in
+    contact, obs[6] and obs[7])."""
+    if not ep.rewards or len(ep.last_obs) != len(ep.rewards):
+        raise ValueError(f"episode_outcomes needs at least one episode and each one's last obs, got "
+                         f"{len(ep.rewards)} episodes and {len(ep.last_obs)} last obs")
     last = np.array([float(r[-1]) for r in ep.rewards])
     landed, crashed = last == 100.0, last == -100.0
+    legs = np.array([o[6] > 0.5 and o[7] > 0.5 for o in ep.last_obs])
     return {"landed": float(landed.mean()), "crashed": float(crashed.mean()),
-            "timed_out": float((~landed & ~crashed).mean()), "length": float(ep.lengths.mean()),
+            "timed_out": float((~landed & ~crashed).mean()), "legs_down": float(legs.mean()),
+            "length": float(ep.lengths.mean()),
             "main_engine": float(np.mean([(a == MAIN_ENGINE).sum() for a in ep.actions])),
             "return_mean_minus_std": float(ep.returns.mean() - ep.returns.std())}
 
@@ -355,10 +361,13 @@ class Evaluator:
         self.envs = [make_env() for _ in self.seeds]
         self.rng_seed = rng_seed
 
+    def play(self, actor, greedy: bool) -> Episodes:
+        """Every seed flown once, by argmax (``greedy``) or by sampling from a fixed generator."""
+        rng = None if greedy else np.random.default_rng(self.rng_seed)
+        return play_episodes(self.envs, self.seeds, actor, rng, greedy=greedy)
+
     def __call__(self, actor) -> dict:
-        det = play_episodes(self.envs, self.seeds, actor, None, greedy=True).returns
-        samp = play_episodes(self.envs, self.seeds, actor, np.random.default_rng(self.rng_seed)).returns
-        return {"det": det, "sampled": samp}
+        return {"det": self.play(actor, True).returns, "sampled": self.play(actor, False).returns}
 
 
 def fly(actor, seed: int, greedy: bool, rng_seed: int = 0, scale: int = 3):
@@ -486,12 +495,14 @@ def _check_spec(spec: RunSpec) -> None:
 
 
 class _Tracker:
-    """Env-step counter, periodic evaluation, best checkpoint and the curves for the figures."""
+    """Env-step counter, periodic evaluation, the best checkpoint per mode and the curves."""
 
     def __init__(self, spec: RunSpec, progress=None):
         self.spec, self.steps, self.progress = spec, 0, progress
         self.validate = Evaluator(range(VAL_SEED0, VAL_SEED0 + spec.val_episodes), rng_seed=spec.seed)
-        self.next_eval, self.best, self.best_state = 0, -np.inf, None
+        self.next_eval = 0
+        self.best = {"det": -np.inf, "sampled": -np.inf}       # best validation return per mode,
+        self.best_state = {"det": None, "sampled": None}       # and the weights that scored it
         self.curve = {"env_steps": [], "det": [], "sampled": [],
                       "train_cpu_s": []}   # CPU-s of training so far, evaluations left out (benches only)
         self.cpu0, self.eval_cpu = time.process_time(), 0.0
@@ -518,8 +529,9 @@ class _Tracker:
         self.curve["det"].append(det)
         self.curve["sampled"].append(samp)
         self.snapshots.append((self.steps, copy.deepcopy(actor.state_dict())))
-        if max(det, samp) > self.best:     # the better of the two modes picks the checkpoint
-            self.best, self.best_state = max(det, samp), copy.deepcopy(actor.state_dict())
+        for mode, score in (("det", det), ("sampled", samp)):   # each mode picks its own checkpoint
+            if score > self.best[mode]:
+                self.best[mode], self.best_state[mode] = score, copy.deepcopy(actor.state_dict())
         self.eval_cpu += time.process_time() - t
 
     @property
@@ -589,13 +601,15 @@ def train_actor_critic(spec: RunSpec, progress=None) -> dict:
         iterations += 1
     track.maybe_evaluate(actor, force=True)
     return _finish(spec, cfg, actor, track, {"clip_fraction_median": float(np.median(clip_fracs)),
-                                             "iterations": iterations, "gradient_agreement": agreement})
+                                             "iterations": iterations, "adam_steps": len(clip_fracs),
+                                             "gradient_agreement": agreement})
 
 
 def train_grpo(spec: RunSpec, progress=None) -> dict:
     """GRPO: B prompts x G episodes, group-relative advantage, clipped update + beta*k3, no critic.
-    With ``baseline="value"`` (the control) a learned V(s) replaces the group mean, on the same
-    batches with the same update: advantage G_t - V(s_t) (lambda = 1, no GAE)."""
+    The controls keep the same batches and update and change only the baseline: ``"value"`` a
+    learned V(s), advantage G_t - V(s_t) (lambda = 1, no GAE); ``"time"`` the group's mean G_t at
+    the same step index."""
     cfg = spec.resolved_config()
     _check_spec(spec)
     torch.manual_seed(spec.seed)
@@ -608,7 +622,7 @@ def train_grpo(spec: RunSpec, progress=None) -> dict:
     envs, track = [make_env() for _ in range(cfg.group_size * cfg.prompts)], _Tracker(spec, progress)
     diag = {k: [] for k in ("env_steps", "group_std", "degenerate", "near_degenerate", "kl_median",
                             "kl_max", "clip_fraction", "start_entropy", "grad_cosine", "grad_snr")}
-    it = 0
+    it = adam_steps = 0
     while not track.done:
         track.maybe_evaluate(actor)
         if it % cfg.ref_every == 0:            # iterative GRPO: the reference follows the actor
@@ -665,6 +679,7 @@ def train_grpo(spec: RunSpec, progress=None) -> dict:
                 clip_fracs.append(float(clipped.float().mean()))
                 if epoch == cfg.epochs - 1:
                     kls.append(k3.detach().numpy())
+        adam_steps += len(clip_fracs)
         stds = ep.returns.reshape(cfg.prompts, cfg.group_size).std(1)
         kl = np.concatenate(kls)
         agree = gradient_agreement(grads) if len(grads) >= 2 else {"cosine": np.nan, "snr": np.nan}
@@ -683,22 +698,28 @@ def train_grpo(spec: RunSpec, progress=None) -> dict:
                "kl_median": float(np.median(diag["kl_median"])),
                "clip_fraction_median": float(np.median(diag["clip_fraction"])),
                "group_return_std_median": float(np.median(diag["group_std"])),
-               "iterations": it, "diagnostics": diag}
+               "iterations": it, "adam_steps": adam_steps, "diagnostics": diag}
     return _finish(spec, cfg, actor, track, summary)
 
 
 def _finish(spec, cfg, actor, track, extra) -> dict:
-    """Final test of the best checkpoint: argmax and sampled returns on the held-out seeds."""
-    best = make_actor(spec.seed)
-    best.load_state_dict(track.best_state)
-    test_seeds = range(TEST_SEED0, TEST_SEED0 + spec.test_episodes)
-    ev = Evaluator(test_seeds, rng_seed=spec.seed)(best)
+    """The held-out test: the argmax-chosen checkpoint flown by argmax, the sampled-chosen one
+    sampled, and the final policy both ways; how each ended; entropies of the final policy."""
+    test = Evaluator(range(TEST_SEED0, TEST_SEED0 + spec.test_episodes), rng_seed=spec.seed)
+    chosen = {mode: make_actor(spec.seed) for mode in ("det", "sampled")}
+    for mode, net in chosen.items():
+        net.load_state_dict(track.best_state[mode])
+    flights = {"det": test.play(chosen["det"], True), "sampled": test.play(chosen["sampled"], False),
+               "final_det": test.play(actor, True), "final_sampled": test.play(actor, False)}
     out = {"algo": spec.algo, "seed": spec.seed, "env_steps": track.steps,
            "config": asdict(cfg), "curve": track.curve, "train_returns": track.train_returns,
-           "test_det": ev["det"].tolist(), "test_sampled": ev["sampled"].tolist(),
-           "start_entropy": float(entropy_of(policy_logits(best, start_obs(test_seeds))).mean()),
-           "best_state": best.state_dict(), "final_state": copy.deepcopy(actor.state_dict()),
-           "snapshots": track.snapshots}
+           **{(f"test_{k}" if k in ("det", "sampled") else k): ep.returns.tolist()
+              for k, ep in flights.items()},
+           "outcomes": {k: episode_outcomes(ep) for k, ep in flights.items()},
+           "start_entropy": float(entropy_of(policy_logits(actor, start_obs(test.seeds))).mean()),
+           "visited_state_entropy": visited_state_entropy(actor, flights["final_sampled"]),
+           "det_state": chosen["det"].state_dict(), "sampled_state": chosen["sampled"].state_dict(),
+           "final_state": copy.deepcopy(actor.state_dict()), "snapshots": track.snapshots}
     out.update(extra)
     return out
 
@@ -727,14 +748,27 @@ def summarize(runs) -> dict:
         raise ValueError("summarize needs at least one run, got none")
     if len({r["algo"] for r in runs}) > 1:
         raise ValueError(f"summarize takes one algorithm's runs, got {sorted({r['algo'] for r in runs})}")
-    det = np.array([r["test_det"] for r in runs])
-    samp = np.array([r["test_sampled"] for r in runs])
-    out = {"det_return_mean": float(det.mean()), "det_return_per_seed": det.mean(1).tolist(),
-           "sampled_return_mean": float(samp.mean()), "sampled_return_per_seed": samp.mean(1).tolist(),
-           "det_solved_fraction": float((det >= SOLVED).mean()),
-           "sampled_solved_fraction": float((samp >= SOLVED).mean()),
-           "start_entropy_mean": float(np.mean([r["start_entropy"] for r in runs])),
-           "iterations": [r["iterations"] for r in runs]}
+    out = {}
+    for mode in ("det", "sampled", "final_det", "final_sampled"):   # det, sampled: the mode's own checkpoint
+        key = f"test_{mode}" if mode in ("det", "sampled") else mode
+        ret = np.array([r[key] for r in runs])
+        out.update({f"{mode}_return_mean": float(ret.mean()), f"{mode}_return_per_seed": ret.mean(1).tolist(),
+                    f"{mode}_return_mean_minus_std": float(ret.mean() - ret.std()),
+                    f"{mode}_solved_fraction": float((ret >= SOLVED).mean())})
+    ends = ("landed", "crashed", "timed_out", "legs_down", "length", "main_engine")
+    out["outcomes"] = {mode: {k: float(np.mean([r["outcomes"][mode][k] for r in runs])) for k in ends}
+                       for mode in runs[0]["outcomes"]}
+    out.update({"start_entropy_mean": float(np.mean([r["start_entropy"] for r in runs])),
+                "visited_state_entropy_mean": float(np.mean([r["visited_state_entropy"] for r in runs])),
+                "iterations": [r["iterations"] for r in runs],
+                "adam_steps": [r.get("adam_steps") for r in runs],
+                "env_steps": int(round(np.mean([r["env_steps"] for r in runs]))),
+                "env_steps_per_seed": [int(r["env_steps"]) for r in runs]})
+    agree = [r["gradient_agreement"] if "gradient_agreement" in r else r["diagnostics"] for r in runs]
+    for k in ("grad_cosine", "grad_snr"):   # medians over every update that measured them
+        v = np.concatenate([np.asarray(a.get(k, []), float) for a in agree])
+        if np.isfinite(v).any():
+            out[f"{k}_median"] = float(np.nanmedian(v))
     for k in ("degenerate_fraction", "near_degenerate_fraction", "kl_median", "clip_fraction_median",
               "group_return_std_median"):
         if k in runs[0] and runs[0]["algo"].startswith("grpo"):

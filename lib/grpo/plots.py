@@ -32,6 +32,7 @@ COLORS = {
     "constant": "#56B4E9",
     "A2C": "#CC79A7",
     "GRPO process": "#D55E00",
+    "GRPO, V(s) baseline": "#56B4E9",   # chapter 6's control: GRPO's batches, a learned baseline
 }
 
 

@@ -5,8 +5,11 @@ push), a *group* is G complete episodes flown from that seed with actions sample
 episode's *answer score* is its undiscounted return. Outcome GRPO z-scores the G returns
 (``grpo.algos.grpo_advantages`` with eps 1e-4) and broadcasts the result to every step of the episode;
 process GRPO normalises the per-step rewards over the whole group and sums them to the episode's end
-(``process_advantages``). PPO and A2C share one actor-critic trainer with GAE. Every trainer's policy
-step is ``grpo.surrogate.clipped_surrogate``: GRPO is PPO minus the critic.
+(``process_advantages``). PPO and A2C share one actor-critic trainer with GAE. Both trainers'
+policy step ascends the clipped surrogate of ``grpo.surrogate.clipped_surrogate`` (``grpo_loss``)
+through its closed-form slope (``surrogate_slope``): GRPO is PPO minus the critic. The gradients
+are written out (``grpo_loss_grad``, ``ppo_loss_grad``, ``grpo.mlp``) because autograd's per-op
+overhead dominates on minibatches of 64; the tests check them against autograd.
 
 Rollouts step plain ``gym.make`` environments in lock-step with one batched policy forward and
 Gumbel-max sampling on the NumPy logits. An episode that ends is reset in the same step, so no
@@ -30,8 +33,9 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from .algos import grpo_advantages
+from .algos import clip_mask, grpo_advantages
 from .kl import kl_k3
+from .mlp import Adam, FlatMLP
 from .pool import parallel_map
 from .surrogate import clipped_surrogate
 
@@ -350,6 +354,57 @@ def grpo_loss(logp, logp_old, logp_ref, adv, w, clip: float, beta: float):
     return -(w * (surr - beta * k3)).mean(), clipped, k3
 
 
+def log_softmax(logits: np.ndarray) -> np.ndarray:
+    z = logits - logits.max(1, keepdims=True)
+    return z - np.log(np.exp(z).sum(1, keepdims=True))
+
+
+def surrogate_slope(logp, logp_old, adv, clip: float):
+    """d surrogate / d logp per step: rho*A where the clip leaves the step alone, 0 where it engaged
+    (``grpo.algos.clip_mask``, the same steps as ``clipped_surrogate``'s mask); also the mask."""
+    rho = np.exp(logp - logp_old)
+    clipped = clip_mask(rho, adv, clip)
+    return np.where(clipped, 0, rho * adv), clipped
+
+
+def _check_rows(logits, actions, *per_step):
+    n = len(actions)
+    if np.shape(logits) != (n, N_ACTIONS) or any(np.shape(x) != (n,) for x in per_step):
+        raise ValueError(f"logits must be ({n}, {N_ACTIONS}) and every per-step array ({n},), got "
+                         f"{np.shape(logits)} and {[np.shape(x) for x in per_step]}")
+
+
+def _logits_grad(logp_all, actions, d_logp) -> np.ndarray:
+    """Chain rule through log-softmax: d logp_a / d logits = onehot(a) - softmax(logits)."""
+    d = -np.exp(logp_all) * d_logp[:, None]
+    d[np.arange(len(actions)), actions] += d_logp
+    return d
+
+
+def grpo_loss_grad(logits, actions, logp_old, logp_ref, adv, w, clip: float, beta: float):
+    """``grpo_loss``'s gradient with respect to the logits, in closed form (the tests check it against
+    autograd); k3's slope in logp is 1 - exp(logp_ref - logp). Returns (d loss/d logits, clipped, k3)."""
+    _check_rows(logits, actions, logp_old, logp_ref, adv, w)
+    logp_all = log_softmax(logits)
+    logp = logp_all[np.arange(len(actions)), actions]
+    slope, clipped = surrogate_slope(logp, logp_old, adv, clip)
+    d_logp = -w * (slope - beta * (1 - np.exp(logp_ref - logp))) / len(actions)
+    return _logits_grad(logp_all, actions, d_logp), clipped, kl_k3(logp, logp_ref)
+
+
+def ppo_loss_grad(logits, actions, logp_old, adv, clip: float, ent_coef: float):
+    """The gradient of PPO's policy loss -mean(surrogate) - ent_coef * mean(entropy) with respect to
+    the logits (closed form, checked against autograd); entropy's slope is -p * (log p + H).
+    Returns (d loss / d logits, clipped)."""
+    _check_rows(logits, actions, logp_old, adv)
+    logp_all = log_softmax(logits)
+    slope, clipped = surrogate_slope(logp_all[np.arange(len(actions)), actions], logp_old, adv, clip)
+    p = np.exp(logp_all)
+    entropy = -(p * logp_all).sum(1, keepdims=True)
+    d = _logits_grad(logp_all, actions, -slope / len(actions))
+    return d + ent_coef / len(actions) * p * (logp_all + entropy), clipped
+
+
 # ---------------------------------------------------------------------------------------------
 # Evaluation
 # ---------------------------------------------------------------------------------------------
@@ -544,11 +599,10 @@ def train_actor_critic(spec: RunSpec, progress=None) -> dict:
     """PPO (and A2C with A2C_CONFIG): rollouts of n_envs x n_steps, GAE, clipped update with a critic."""
     cfg = spec.resolved_config()
     _check_spec(spec)
-    torch.manual_seed(spec.seed)
     rng = np.random.default_rng(spec.seed)
     actor, critic = make_actor(spec.seed), make_critic(spec.seed)
-    params = list(actor.parameters()) + list(critic.parameters())
-    opt = torch.optim.Adam(params, lr=cfg.lr, eps=cfg.adam_eps, fused=True)
+    pi, vf = FlatMLP(actor), FlatMLP(critic)    # NumPy forward/backward on the modules' own weights
+    opt = Adam([pi, vf], lr=cfg.lr, eps=cfg.adam_eps, max_grad_norm=cfg.max_grad_norm)
     collector, track = StepCollector(cfg.n_envs, rng), _Tracker(spec, progress)
     clip_fracs, iterations, agreement = [], 0, {"env_steps": [], "grad_cosine": [], "grad_snr": []}
     while not track.done:
@@ -557,42 +611,34 @@ def train_actor_critic(spec: RunSpec, progress=None) -> dict:
         s = collector.collect(actor, cfg.n_steps)
         track.add(s.rewards.size, s.episode_returns)
         T, N = s.actions.shape
-        with torch.no_grad():
-            values = critic(torch.from_numpy(s.obs.reshape(-1, OBS_DIM))).numpy().reshape(T, N)
-            last_v = critic(torch.from_numpy(s.next_obs)).numpy()[:, 0]
-            if s.truncated:            # the time limit is not a terminal state: bootstrap V(last obs)
-                final_v = critic(torch.from_numpy(np.stack([o for _, _, o in s.truncated]))).numpy()
-                for (t, i, _), v in zip(s.truncated, final_v[:, 0]):
-                    s.rewards[t, i] += cfg.gamma * v
+        values = vf.forward(s.obs.reshape(-1, OBS_DIM))[:, 0].reshape(T, N)
+        last_v = vf.forward(s.next_obs)[:, 0]
+        if s.truncated:                # the time limit is not a terminal state: bootstrap V(last obs)
+            final_v = vf.forward(np.stack([o for _, _, o in s.truncated]))[:, 0]
+            for (t, i, _), v in zip(s.truncated, final_v):
+                s.rewards[t, i] += cfg.gamma * v
         adv, ret = gae(s.rewards, values, s.dones, last_v, cfg.gamma, cfg.lam)
         # 2. flatten; log pi_old computed once
-        b_obs = torch.from_numpy(s.obs.reshape(-1, OBS_DIM))
-        b_act = torch.from_numpy(s.actions.reshape(-1))
-        b_adv = torch.from_numpy(adv.reshape(-1)).float()
-        b_ret = torch.from_numpy(ret.reshape(-1)).float()
-        with torch.no_grad():
-            b_logp_old = torch.log_softmax(actor(b_obs), -1).gather(1, b_act[:, None])[:, 0]
+        b_obs, b_act = s.obs.reshape(-1, OBS_DIM), s.actions.reshape(-1)
+        b_adv, b_ret = adv.reshape(-1).astype(np.float32), ret.reshape(-1).astype(np.float32)
+        b_logp_old = log_softmax(pi.forward(b_obs))[np.arange(T * N), b_act]
         # 3. K epochs of minibatch steps on the clipped surrogate + value loss - entropy bonus
         grads = []
         for epoch in range(cfg.epochs):
-            for mb in torch.from_numpy(rng.permutation(T * N)).split(cfg.minibatch):
-                logp_all = torch.log_softmax(actor(b_obs[mb]), -1)
-                logp = logp_all.gather(1, b_act[mb, None])[:, 0]
+            order = rng.permutation(T * N)
+            for mb in np.split(order, range(cfg.minibatch, T * N, cfg.minibatch)):
                 a = b_adv[mb]
                 if cfg.normalize_adv and len(mb) > 1:
-                    a = (a - a.mean()) / (a.std() + 1e-8)
-                surr, clipped = clipped_surrogate(logp, b_logp_old[mb], a, cfg.clip)
-                entropy = -(logp_all.exp() * logp_all).sum(-1)
-                v = critic(b_obs[mb])[:, 0]
-                loss = (-surr.mean() + cfg.vf_coef * ((v - b_ret[mb]) ** 2).mean()
-                        - cfg.ent_coef * entropy.mean())
-                opt.zero_grad(set_to_none=True)
-                loss.backward()
+                    a = (a - a.mean()) / (a.std(ddof=1) + 1e-8)
+                d_logits, clipped = ppo_loss_grad(pi.forward(b_obs[mb]), b_act[mb], b_logp_old[mb], a,
+                                                  cfg.clip, cfg.ent_coef)
+                pi.backward(d_logits)
+                v = vf.forward(b_obs[mb])[:, 0]    # + vf_coef * mean((V - target)^2)
+                vf.backward((2 * cfg.vf_coef / len(mb) * (v - b_ret[mb]))[:, None])
                 if cfg.measure_gradients and epoch == 0:
-                    grads.append(torch.cat([p.grad.ravel() for p in actor.parameters()]).numpy().copy())
-                nn.utils.clip_grad_norm_(params, cfg.max_grad_norm)
-                opt.step()
-                clip_fracs.append(float(clipped.float().mean()))
+                    grads.append(pi.grad.copy())
+                opt.step()                         # joint gradient-norm clip, then Adam
+                clip_fracs.append(float(clipped.mean()))
         if len(grads) >= 2:
             agree = gradient_agreement(grads)
             for k, v in (("env_steps", track.steps), ("grad_cosine", agree["cosine"]),
@@ -612,13 +658,13 @@ def train_grpo(spec: RunSpec, progress=None) -> dict:
     the same step index."""
     cfg = spec.resolved_config()
     _check_spec(spec)
-    torch.manual_seed(spec.seed)
     rng = np.random.default_rng(spec.seed)
     actor = make_actor(spec.seed)
-    opt = torch.optim.Adam(actor.parameters(), lr=cfg.lr, eps=cfg.adam_eps, fused=True)
-    critic = make_critic(spec.seed) if cfg.baseline == "value" else None
-    if critic is not None:
-        critic_opt = torch.optim.Adam(critic.parameters(), lr=cfg.lr, eps=cfg.adam_eps, fused=True)
+    pi = FlatMLP(actor)                        # NumPy forward/backward on the module's own weights
+    opt = Adam([pi], lr=cfg.lr, eps=cfg.adam_eps, max_grad_norm=cfg.max_grad_norm)
+    vf = FlatMLP(make_critic(spec.seed)) if cfg.baseline == "value" else None
+    if vf is not None:
+        critic_opt = Adam([vf], lr=cfg.lr, eps=cfg.adam_eps, max_grad_norm=cfg.max_grad_norm)
     envs, track = [make_env() for _ in range(cfg.group_size * cfg.prompts)], _Tracker(spec, progress)
     diag = {k: [] for k in ("env_steps", "group_std", "degenerate", "near_degenerate", "kl_median",
                             "kl_max", "clip_fraction", "start_entropy", "grad_cosine", "grad_snr")}
@@ -626,13 +672,13 @@ def train_grpo(spec: RunSpec, progress=None) -> dict:
     while not track.done:
         track.maybe_evaluate(actor)
         if it % cfg.ref_every == 0:            # iterative GRPO: the reference follows the actor
-            ref = copy.deepcopy(actor)
+            ref = FlatMLP(copy.deepcopy(actor))
         # 1. B prompts (reset seeds), each flown G times with actions sampled from pi_old
         prompts = rng.integers(*TRAIN_SEEDS, size=cfg.prompts)
         seeds = np.repeat(prompts, cfg.group_size)
         ep = play_episodes(envs, seeds, actor, rng)
         track.add(int(ep.lengths.sum()), ep.returns)
-        b_obs = torch.from_numpy(np.concatenate(ep.obs))
+        b_obs = np.concatenate(ep.obs)
         # 2. advantages: one number per episode broadcast to its steps, or per-step process credit
         if cfg.process:
             G = cfg.group_size
@@ -642,43 +688,36 @@ def train_grpo(spec: RunSpec, progress=None) -> dict:
             adv = np.repeat(outcome_advantages(ep.returns, cfg.group_size), ep.lengths)
         else:                                  # the controls: return-to-go minus V(s_t), or the time mean
             to_go = returns_to_go(ep.rewards)
-            if critic is not None:
-                with torch.no_grad():
-                    base = critic(b_obs)[:, 0].double().numpy()
-                b_to_go = torch.from_numpy(np.concatenate(to_go)).float()
+            if vf is not None:
+                base = vf.forward(b_obs)[:, 0].astype(float)
+                b_to_go = np.concatenate(to_go).astype(np.float32)
             else:
                 base = time_baseline(to_go, cfg.group_size)
             adv = baseline_advantages(np.concatenate(to_go), base)
         w = step_weights(ep.lengths)
         # 3. flatten; log pi_old and log pi_ref computed once
-        b_act = torch.from_numpy(np.concatenate(ep.actions))
-        b_adv, b_w = torch.from_numpy(adv).float(), torch.from_numpy(w).float()
-        with torch.no_grad():
-            b_logp_old = torch.log_softmax(actor(b_obs), -1).gather(1, b_act[:, None])[:, 0]
-            b_logp_ref = torch.log_softmax(ref(b_obs), -1).gather(1, b_act[:, None])[:, 0]
+        b_act, rows = np.concatenate(ep.actions), np.arange(len(b_obs))
+        b_adv, b_w = adv.astype(np.float32), w.astype(np.float32)
+        b_logp_old = log_softmax(pi.forward(b_obs))[rows, b_act]
+        b_logp_ref = log_softmax(ref.forward(b_obs))[rows, b_act]
         starts = b_obs[np.concatenate([[0], np.cumsum(ep.lengths)[:-1]])[::cfg.group_size]]
         # 4. K epochs of minibatch steps on the same clipped surrogate, minus beta * k3, no critic
         clip_fracs, kls, grads = [], [], []
         for epoch in range(cfg.epochs):
-            for mb in torch.from_numpy(rng.permutation(len(b_act))).split(cfg.minibatch):
-                logp = torch.log_softmax(actor(b_obs[mb]), -1).gather(1, b_act[mb, None])[:, 0]
-                loss, clipped, k3 = grpo_loss(logp, b_logp_old[mb], b_logp_ref[mb], b_adv[mb], b_w[mb],
-                                              cfg.clip, cfg.beta)
-                opt.zero_grad(set_to_none=True)
-                loss.backward()
+            order = rng.permutation(len(b_act))
+            for mb in np.split(order, range(cfg.minibatch, len(b_act), cfg.minibatch)):
+                d_logits, clipped, k3 = grpo_loss_grad(pi.forward(b_obs[mb]), b_act[mb], b_logp_old[mb],
+                                                       b_logp_ref[mb], b_adv[mb], b_w[mb], cfg.clip, cfg.beta)
+                pi.backward(d_logits)
                 if cfg.measure_gradients and epoch == 0:
-                    grads.append(torch.cat([p.grad.ravel() for p in actor.parameters()]).numpy().copy())
-                nn.utils.clip_grad_norm_(actor.parameters(), cfg.max_grad_norm)
-                opt.step()
-                if critic is not None:         # the control's V(s), fitted to G_t on the same minibatch
-                    v_loss = ((critic(b_obs[mb])[:, 0] - b_to_go[mb]) ** 2).mean()
-                    critic_opt.zero_grad(set_to_none=True)
-                    v_loss.backward()
-                    nn.utils.clip_grad_norm_(critic.parameters(), cfg.max_grad_norm)
+                    grads.append(pi.grad.copy())
+                opt.step()                     # gradient-norm clip, then Adam
+                if vf is not None:             # the control's V(s), fitted to G_t on the same minibatch
+                    vf.backward((2 / len(mb) * (vf.forward(b_obs[mb])[:, 0] - b_to_go[mb]))[:, None])
                     critic_opt.step()
-                clip_fracs.append(float(clipped.float().mean()))
+                clip_fracs.append(float(clipped.mean()))
                 if epoch == cfg.epochs - 1:
-                    kls.append(k3.detach().numpy())
+                    kls.append(k3)
         adam_steps += len(clip_fracs)
         stds = ep.returns.reshape(cfg.prompts, cfg.group_size).std(1)
         kl = np.concatenate(kls)
@@ -688,7 +727,7 @@ def train_grpo(spec: RunSpec, progress=None) -> dict:
                      ("near_degenerate", float(np.mean(stds < 1.0))),
                      ("kl_median", float(np.median(kl))), ("kl_max", float(kl.max())),
                      ("clip_fraction", float(np.mean(clip_fracs))),
-                     ("start_entropy", float(entropy_of(policy_logits(actor, starts.numpy())).mean())),
+                     ("start_entropy", float(entropy_of(policy_logits(actor, starts)).mean())),
                      ("grad_cosine", agree["cosine"]), ("grad_snr", agree["snr"])):
             diag[k].append(v)
         it += 1

@@ -2,7 +2,7 @@
 
 Both train on LunarLander-v3 with rl-zoo's PPO settings (16 envs x 1024 steps, minibatch 64, 4 epochs,
 gamma 0.999, lambda 0.98, clip 0.2, lr 3e-4, ent 0.01, grad clip 0.5; SB3's defaults are ours too),
-for the same env-step budget and seeds, one torch thread each. Both get the
+for the same env-step budget and seeds. Both get the
 same evaluation protocol as chapter 6: every 100k env steps, 16 validation seeds pick the best
 checkpoint per mode (the best argmax return for the argmax row, the best sampled return for the
 sampled row); at the end those checkpoints and the final policy fly the 50 held-out test seeds
@@ -10,7 +10,7 @@ sampled row); at the end those checkpoints and the final policy fly the 50 held-
 dependency, installed into this venv if missing (see bench_lander.py). The six runs share two
 worker processes, one torch thread each.
 
-Writes data/bench/06_lander_returns.json. ~8 min on 2 idle cores at 1M steps.
+Writes data/bench/06_lander_returns.json. ~10 min on 2 idle cores at 1M steps (SB3's runs are most of it).
 
     python bench/bench_lander_returns.py            # BENCH_LANDER_SEEDS=3 BENCH_LANDER_RETURN_STEPS=1000000
 """

@@ -8,7 +8,7 @@ time (process time, the evaluations left out) until that validation mean first r
 solved mark. A seed that never gets there within the budget is reported as not reached (null).
 SB3 (2.9.2) is a bench-only dependency, installed into this venv if missing (see bench_lander.py).
 
-Writes data/bench/06_time_to_200.json. Up to ~25 CPU-minutes (about half that in wall time).
+Writes data/bench/06_time_to_200.json. About 12 CPU-minutes (6 min of wall time on 2 cores).
 
     python bench/bench_lander_time_to_200.py      # BENCH_TTS_SEEDS=3 BENCH_TTS_MAX_STEPS=1500000
 """

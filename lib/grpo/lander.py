@@ -112,9 +112,7 @@ def sample_actions(logits: np.ndarray, rng: np.random.Generator, greedy: bool = 
 
 def entropy_of(logits) -> np.ndarray:
     """Entropy (nats) of softmax(logits) per row; ln 4 = 1.386 is uniform over the 4 actions."""
-    z = np.asarray(logits, dtype=float)
-    z = z - z.max(1, keepdims=True)
-    logp = z - np.log(np.exp(z).sum(1, keepdims=True))
+    logp = log_softmax(np.asarray(logits, dtype=float))
     return -(np.exp(logp) * logp).sum(1)
 
 
@@ -355,6 +353,7 @@ def grpo_loss(logp, logp_old, logp_ref, adv, w, clip: float, beta: float):
 
 
 def log_softmax(logits: np.ndarray) -> np.ndarray:
+    """log softmax over each row, shifted by the row's max so exp never overflows."""
     z = logits - logits.max(1, keepdims=True)
     return z - np.log(np.exp(z).sum(1, keepdims=True))
 

@@ -27,7 +27,6 @@ class FlatMLP:
         params = list(net.parameters())
         if len(params) != 6 or [p.ndim for p in params] != [2, 1, 2, 1, 2, 1]:
             raise ValueError(f"FlatMLP needs Linear, Tanh, Linear, Tanh, Linear; got {net}")
-        self.net = net
         self.flat = np.concatenate([p.detach().numpy().ravel() for p in params]).astype(np.float32)
         self.grad = np.zeros_like(self.flat)
         self.params, self.grads = _views(self.flat, params), _views(self.grad, params)

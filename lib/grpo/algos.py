@@ -6,8 +6,10 @@ they share live here once:
 
 * ``grad_log_pi``: the closed-form gradient of log pi(a|s) for the softmax policy,
 * ``policy_gradient``: the mean of weight * grad log pi over a batch of steps (REINFORCE's update),
-* ``clipped_update``: PPO's clipped surrogate, used unchanged by PPO and by GRPO,
-* ``grpo_advantages``: the group-normalised advantage, GRPO's replacement for the critic,
+* ``clipped_update``: PPO's clipped surrogate, used unchanged by PPO and by GRPO (where it
+  engages: ``grpo.objectives.clip_mask``),
+* ``grpo_advantages``: the group-normalised advantage, GRPO's replacement for the critic (it
+  lives in ``grpo.objectives``, shared with the lander and the language model),
 * ``fit_critic``: PPO's linear critic, fitted by least squares,
 
 Playing a group (``lava.play_steps``: G runs of one floor, flattened into the step arrays the
@@ -25,6 +27,7 @@ import numpy as np
 
 from . import lava
 from .lava import N_SENSORS, play_steps
+from .objectives import clip_mask, grpo_advantages  # noqa: F401  (re-exported)
 
 # ---------------------------------------------------------------------------------------------
 # Input checks (every public function validates what it is given)
@@ -155,25 +158,6 @@ class PassTrace:
     W_after: np.ndarray       # (4, 2) W + lr * grad
 
 
-def clip_mask(rho, adv, eps: float) -> np.ndarray:
-    """Where ``min(rho*A, clip(rho, 1-eps, 1+eps)*A)`` takes the flat, clipped branch.
-
-    That is rho > 1+eps with A > 0 (already pushed up far enough) or rho < 1-eps with A < 0
-    (already pushed down far enough). A *correction*, rho outside the band against A's direction,
-    keeps the unclipped branch and its gradient.
-    """
-    rho, adv = _check_clip_args(rho, adv, eps)
-    return ((adv > 0) & (rho > 1 + eps)) | ((adv < 0) & (rho < 1 - eps))
-
-
-def _check_clip_args(rho, adv, eps):
-    rho, adv = np.asarray(rho, dtype=float), np.asarray(adv, dtype=float)
-    if rho.shape != adv.shape:
-        raise ValueError(f"rho and adv must have the same shape, got {rho.shape} and {adv.shape}")
-    _check_eps(eps)
-    return rho, adv
-
-
 def clipped_update(W, S, moves, adv, lr: float, eps: float = 0.2, passes: int = 4,
                    trace: list | None = None, divisors=None) -> np.ndarray:
     """PPO's clipped surrogate, ascended ``passes`` times over one batch; returns the new W.
@@ -206,32 +190,6 @@ def clipped_update(W, S, moves, adv, lr: float, eps: float = 0.2, passes: int = 
 # ---------------------------------------------------------------------------------------------
 # Advantages and the critic
 # ---------------------------------------------------------------------------------------------
-def grpo_advantages(scores, eps: float = 1e-8) -> np.ndarray:
-    """A_i = (r_i - mean r) / (std r + eps), population std, for one group of G >= 2 scores.
-
-    A group whose scores are all equal carries no signal: every advantage is exactly 0.
-    ``eps`` only guards the division: the toy's scores lie in [0, 1] (1e-8); LunarLander's returns
-    span hundreds, and its port uses the published study's 1e-4 (chapter 6).
-    """
-    r = _check_group_scores(scores, eps)
-    if np.all(r == r[0]):
-        return np.zeros_like(r)        # exactly 0: r - r.mean() can be off by rounding, / eps
-    return (r - r.mean()) / (r.std() + eps)
-
-
-def _check_group_scores(scores, eps=1e-8):
-    r = np.asarray(scores, dtype=float)
-    if r.ndim != 1:
-        raise ValueError(f"scores must be one group, shape (G,), got {r.shape}")
-    if len(r) < 2:
-        raise ValueError(f"a group needs G >= 2 scores to compare, got G = {len(r)}")
-    if not np.isfinite(r).all():
-        raise ValueError("scores contain NaN or inf")
-    if not (isinstance(eps, (int, float)) and eps > 0):
-        raise ValueError(f"eps must be > 0, got {eps}")
-    return r
-
-
 def _check_critic(v):
     v = np.asarray(v, dtype=float)
     if v.shape != (N_SENSORS,) or not np.isfinite(v).all():

@@ -1,16 +1,21 @@
 """The small language model of chapters 7-8: grade-school math on a CPU, and GRPO on it.
 
 Modules:
-    data       GSM8K-style problem generator, the answer verifier and safe annotation checker,
-               jsonl loaders for generated files and the real GSM8K (local files or the HF hub)
+    data       GSM8K-style problem generator, the frozen split (PROTOCOL), prompts, jsonl loaders
+               for generated files and the real GSM8K (local files or the HF hub)
+    verifier   the answer verifier (GSM8K's exact match) and the safe annotation checker
+    eval       completions, verifier rewards, per-problem outcomes, accuracy and pass@k
     tokenizer  a byte-pair-encoding tokenizer trained locally, digits split one by one
     model      the decoder (nanoGPT-style, one file), the KV-cache sampler with per-token
                log-probs, greedy decoding, token_logprobs, safetensors checkpoints
     train      supervised fine-tuning (SFT) on solution tokens, in length-bucketed padded batches
-               (each row starts at position 0), completions, verifier rewards, load_sft
+               (each row starts at position 0), load_sft
     grpo       the GRPO loss for language models (advantages, clip, k3, the three aggregations),
                the published presets, grpo_update (K steps on one batch), DAPO's dynamic sampling
-    rl         chapter 8's GRPO loop on the small GPT (RunConfig, train_grpo), held-out
-               evaluation, pass@k, the continued-SFT control and run_all
+    rl         chapter 8's GRPO loop on the small GPT (RunConfig, train_grpo), expert iteration,
+               the continued-SFT control and run_all
+    runs       the stored long runs (``python -m grpo.lm.runs``, ``make full``): registry, replay,
+               rescore
+    addition   chapter 9's task: two-digit addition, its model and jobs
     hf         the same loss on a Hugging Face causal LM, the verifier as a TRL reward, the CLI
 """

@@ -1,4 +1,4 @@
-"""Grade-school math in GSM8K's format: a problem generator, the verifier, and jsonl loaders.
+"""Grade-school math in GSM8K's format: a problem generator, the split, and jsonl loaders.
 
 A problem is a dict in GSM8K's schema, ``{"question": str, "answer": str}``. The answer is a worked
 solution whose lines carry calculator annotations ``<<48/2=24>>`` and end in ``#### 24``.
@@ -8,14 +8,9 @@ Generator
     templates (names, objects, verbs). ``make_splits(n_train, n_test, seed)`` gives disjoint train and
     test lists, deterministic by seed (a problem goes to test when a hash of its question says so).
 Verifier
-    ``extract_answer(text)`` reads the number after the last ``####`` (commas, signs, decimals,
-    trailing units and punctuation are handled) and normalises it; ``reward(completion, answer)``
-    is 1.0 on an exact match, else 0.0, and never raises (an unreadable reference scores 0).
-    ``reference_answer(answer)`` reads a reference and raises ValueError when it is unreadable: the
-    trainers' scoring (``train.rewards``, ``hf.grpo_step``) checks references with it first, so a
-    data bug cannot hide as all-zero groups. ``check_annotations(text)`` recomputes each
-    ``<<expr=value>>`` with ``safe_arith``, a tiny parser for + - * / and parentheses: model text is
-    never passed to ``eval``. ``answer_only(problems)`` cuts each solution to its ``####`` line.
+    ``grpo.lm.verifier`` (``extract_answer``, ``reward``, ``strict_reward``, ``reference_answer``,
+    ``check_annotations``, ``safe_arith``), re-exported here. ``answer_only(problems)`` cuts each
+    solution to its ``####`` line; ``step_count(problem)`` counts its calculations.
 Loaders
     ``write_jsonl`` / ``read_jsonl`` for files in GSM8K's schema (ours or the official
     ``train.jsonl`` / ``test.jsonl``); ``load_gsm8k(split, data_dir)`` reads the official files and
@@ -28,11 +23,12 @@ import hashlib
 import json
 import os
 import random
-import re
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
-from fractions import Fraction
 from pathlib import Path
+
+# the verifier's names, re-exported: chapters and tests import them from data
+from .verifier import check_annotations, extract_answer, normalize_number  # noqa: F401
+from .verifier import reference_answer, reward, safe_arith, strict_reward  # noqa: F401
 
 # ----------------------------------------------------------------------------- the generator
 
@@ -180,42 +176,16 @@ class Protocol:
 PROTOCOL = Protocol()
 
 
-# ----------------------------------------------------------------------------- the verifier
+# ----------------------------------------------------------------------------- problems
 
-_NUMBER = re.compile(r"[-\u2212]?\$?[0-9][0-9,]*(?:\.[0-9]+)?")
-_GROUPED = re.compile(r"[0-9]{1,3}(?:,[0-9]{3})*(?:\.[0-9]+)?|[0-9]+(?:\.[0-9]+)?")   # 1,234 or 1234
-_CONTINUES = re.compile(r"\s*[-\u2212+*/x\u00d7^]\s*[0-9]|[.,][0-9]|[eE][-+]?[0-9]")  # 1/2, 3-4, 0x10, 72.0.1
-_MAX_DIGITS = 64
-
-
-def normalize_number(s: str) -> str | None:
-    """``"1,234.50"`` -> ``"1234.5"``, ``"-0"`` -> ``"0"``; None if ``s`` is not a number."""
-    s = s.replace(",", "").replace("$", "").replace("\u2212", "-")
-    if not re.fullmatch(r"-?[0-9]+(?:\.[0-9]+)?", s) or len(s) > _MAX_DIGITS:
-        return None
-    try:
-        d = Decimal(s)
-    except InvalidOperation:
-        return None
-    text = format(d.normalize(), "f") if d != d.to_integral_value() else str(int(d))
-    return "0" if text in ("-0", "0") else text
+def prompt_text(question: str) -> str:
+    """What the model is given: the question and a newline; it writes the solution and ``<eos>``."""
+    return question + "\n"
 
 
-def extract_answer(text) -> str | None:
-    """The normalised number after the last ``####`` in ``text``, or None.
-
-    The first number on that line is taken, so ``#### $1,200 dollars.`` gives ``"1200"``. Only ASCII
-    digits count, and a malformed number gives None rather than its first digits: ``1/2``, ``3-4``,
-    ``0x10``, ``1e5`` and ``72.0.1`` are not numbers here, and commas must group thousands (``1,2``).
-    """
-    if not isinstance(text, str) or "####" not in text:
-        return None
-    tail = text.rsplit("####", 1)[1].split("\n", 1)[0].strip()
-    m = _NUMBER.search(tail)
-    if m is None or tail[:m.start()].strip(" :=$") != "" or _CONTINUES.match(tail[m.end():]):
-        return None
-    number = m.group().rstrip(",")
-    return normalize_number(number) if _GROUPED.fullmatch(number.lstrip("-\u2212$")) else None
+def encode_problem(tok, problem: dict) -> tuple[list[int], list[int]]:
+    """(prompt ids, solution ids + <eos>) of one problem."""
+    return tok.encode(prompt_text(problem["question"])), tok.encode(problem["answer"]) + [tok.eos_id]
 
 
 def answer_only(problems: list[dict]) -> list[dict]:
@@ -230,147 +200,9 @@ def answer_only(problems: list[dict]) -> list[dict]:
     return out
 
 
-def _reference(answer) -> str | None:
-    """A reference's normalised number (a full GSM8K solution, or just the number), or None."""
-    return extract_answer(answer) if isinstance(answer, str) and "####" in answer \
-        else normalize_number(str(answer))
-
-
-def reference_answer(answer) -> str:
-    """The normalised number of a reference ``answer`` (a GSM8K solution or just the number).
-
-    Raises ValueError when it is unreadable: every completion would then score 0, and a data bug
-    would look like a model that never answers.
-    """
-    try:
-        ref = _reference(answer)
-    except Exception:                                         # e.g. str(answer) itself fails
-        ref = None
-    if ref is None:
-        shown = answer if len(repr(answer)) <= 80 else f"{repr(answer)[:77]}..."
-        raise ValueError(f"the reference answer has no readable number (a '#### n' line, or n): {shown!r}")
-    return ref
-
-
-def reward(completion, answer) -> float:
-    """1.0 if the completion's ``####`` number equals the reference's, else 0.0. Never raises.
-
-    ``answer`` may be a full GSM8K solution or just the number. An unreadable ``answer`` scores
-    every completion 0; check references with ``reference_answer`` before training on them.
-    """
-    try:
-        ref = _reference(answer)
-        got = extract_answer(completion)
-        return 1.0 if ref is not None and got == ref else 0.0
-    except Exception:                                         # malformed input scores 0
-        return 0.0
-
-
-def strict_reward(completion, answer) -> float:
-    """The verifier AND the annotations: 1.0 if the completion's ``####`` number is right and it
-    shows at least one ``<<expr=value>>`` calculation, every one of them correct (``check_annotations``);
-    else 0.0. Never raises. A right answer reached through a wrong calculation scores 0."""
-    notes = check_annotations(completion)
-    return reward(completion, answer) if notes and all(n["ok"] for n in notes) else 0.0
-
-
 def step_count(problem: dict) -> int:
     """How many calculations (1-4) a generated problem's reference solution makes."""
     return problem["answer"].count("<<")
-
-
-_TOKEN = re.compile(r"\s*(?:([0-9]+(?:\.[0-9]+)?)|(.))")
-_MAX_EXPR = 200
-
-
-def safe_arith(expr: str) -> Fraction:
-    """Evaluate ``+ - * /`` and parentheses over decimal numbers, exactly; nothing else.
-
-    A recursive-descent parser: names, calls, attributes, powers and anything not in the grammar
-    raise ValueError. Division by zero raises ValueError. Commas in numbers are accepted.
-    """
-    if not isinstance(expr, str) or len(expr) > _MAX_EXPR:
-        raise ValueError("expression must be a string of at most 200 characters")
-    tokens = []
-    for num, ch in _TOKEN.findall(expr.replace(",", "").replace("\u2212", "-")):
-        if num:
-            if len(num) > _MAX_DIGITS:
-                raise ValueError("number too long")
-            tokens.append(Fraction(num))
-        elif ch.strip():
-            if ch not in "+-*/()":
-                raise ValueError(f"unexpected character {ch!r}")
-            tokens.append(ch)
-    pos = 0
-
-    def peek():
-        return tokens[pos] if pos < len(tokens) else None
-
-    def take():
-        nonlocal pos
-        pos += 1
-        return tokens[pos - 1]
-
-    def expression(depth):
-        value = term(depth)
-        while peek() in ("+", "-"):
-            value = value + term(depth) if take() == "+" else value - term(depth)
-        return value
-
-    def term(depth):
-        value = factor(depth)
-        while peek() in ("*", "/"):
-            op, rhs = take(), factor(depth)
-            if op == "/" and rhs == 0:
-                raise ValueError("division by zero")
-            value = value * rhs if op == "*" else value / rhs
-        return value
-
-    def factor(depth):
-        if depth > 20:
-            raise ValueError("too deeply nested")
-        tok = peek()
-        if tok == "-":
-            take()
-            return -factor(depth + 1)
-        if tok == "(":
-            take()
-            value = expression(depth + 1)
-            if peek() != ")":
-                raise ValueError("missing )")
-            take()
-            return value
-        if isinstance(tok, Fraction):
-            return take()
-        raise ValueError(f"expected a number, got {tok!r}")
-
-    value = expression(0)
-    if pos != len(tokens):
-        raise ValueError(f"unexpected {tokens[pos]!r}")
-    return value
-
-
-_ANNOTATION = re.compile(r"<<([^<>=]*)=([^<>]*)>>")
-
-
-def check_annotations(text) -> list[dict]:
-    """Each ``<<expr=claimed>>`` in ``text`` with its exact value: dicts with keys ``expr``,
-    ``claimed``, ``value`` (a Fraction, or None if unreadable) and ``ok``. Never raises."""
-    out = []
-    if not isinstance(text, str):
-        return out
-    for expr, claimed in _ANNOTATION.findall(text):
-        try:
-            value = safe_arith(expr)
-        except (ValueError, ZeroDivisionError):
-            value = None
-        try:
-            claim = safe_arith(claimed)
-        except (ValueError, ZeroDivisionError):
-            claim = None
-        out.append({"expr": expr, "claimed": claimed, "value": value,
-                    "ok": value is not None and claim is not None and value == claim})
-    return out
 
 
 # ----------------------------------------------------------------------------- loaders

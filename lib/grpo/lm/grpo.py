@@ -15,7 +15,7 @@ k3 term penalises (to the reference at T, rather than at 1). ``grpo_loss`` turns
     rho_it = pi_theta / pi_old,  A_i = (r_i - mean r) / std r within the group,
     k3_it = pi_ref/pi_theta - log(pi_ref/pi_theta) - 1.
 
-It reuses the book's one home for each idea: the group z-score is ``grpo.algos.grpo_advantages``
+It reuses the book's one home for each idea: the group z-score is ``grpo.objectives.grpo_advantages``
 (chapter 4: all-equal groups give exactly 0), the clip is ``grpo.surrogate.clipped_surrogate``
 (chapter 6) and the KL is ``grpo.kl.kl_k3`` (chapter 5). The variants are parameters:
 
@@ -42,7 +42,7 @@ from dataclasses import dataclass, fields
 import numpy as np
 import torch
 
-from grpo.algos import grpo_advantages
+from grpo.objectives import grpo_advantages
 from grpo.kl import kl_k3
 from grpo.surrogate import clipped_surrogate
 
@@ -98,7 +98,7 @@ PRESETS = {
 def group_advantages(rewards, advantage: str = "zscore") -> torch.Tensor:
     """(B, G) rewards -> (B, G) advantages, one per completion.
 
-    "zscore": ``grpo.algos.grpo_advantages`` on each group ((r - mean) / (std + 1e-8), population
+    "zscore": ``grpo.objectives.grpo_advantages`` on each group ((r - mean) / (std + 1e-8), population
     std; an all-equal group gives exactly 0). "center": r - mean, exactly 0 on all-equal groups.
     "raw": r itself (no baseline: an all-right group still pushes every answer up).
     """

@@ -1,4 +1,4 @@
-"""GRPO on chapter 7's small GPT: the training loop of chapter 8, its evaluation and pass@k.
+"""GRPO on chapter 7's small GPT: the training loop of chapter 8, and expert iteration.
 
 ``train_grpo(policy, tok, train, test, cfg)`` is one flat loop, top to bottom:
 
@@ -6,9 +6,9 @@
     -> score them with the verifier -> read the frozen reference's log-probs (when beta > 0)
     -> ``grpo.lm.grpo.grpo_update`` (K steps of ``grpo_loss``) -> log -> evaluate now and then.
 
-Every choice is a field of ``RunConfig``, so an ablation is a one-field change. ``evaluate`` gives
-greedy and sampled accuracy on held-out problems; ``pass_at_k`` is the unbiased estimator of
-Chen et al. (2021). ``run_all`` trains several configs in parallel worker processes.
+Every choice is a field of ``RunConfig``, so an ablation is a one-field change. Evaluation lives in
+``grpo.lm.eval`` (``evaluate``, ``outcomes``, ``pass_at_k``, ``score``; re-exported here).
+``run_all`` trains several configs in parallel worker processes.
 """
 from __future__ import annotations
 
@@ -24,10 +24,11 @@ import torch
 
 from grpo.pool import parallel_map
 
-from .data import PROTOCOL, reference_answer, reward, strict_reward
+from .data import PROTOCOL, encode_problem, reference_answer, strict_reward
+from .eval import completions, evaluate, outcomes, pass_at_k, rewards, score  # noqa: F401  (re-exported)
 from .grpo import ADVANTAGES, AGGREGATIONS, LossOptions, dynamic_sampling, grpo_update
 from .model import join, sample, token_logprobs
-from .train import SFTConfig, completions, encode_problem, length_batches, rewards, sft, sft_loss
+from .train import SFTConfig, length_batches, sft, sft_loss
 
 
 @dataclass(frozen=True)
@@ -107,54 +108,6 @@ def _check_config(cfg: RunConfig, train=None, test=None) -> None:
     for problems in (train, test):                   # an unreadable reference would score every sample 0
         for p in problems or ():
             reference_answer(p["answer"])
-
-
-def score(problem: dict, text: str, kind: str = "verifier", max_new_tokens: int = 96,
-          length: int = 0) -> float:
-    """The reward of one completion: the verifier's 0/1, the strict one's (right answer and every
-    annotation right), or (the sanity check) 1 - length / budget."""
-    if kind == "short":
-        return 1.0 - length / max_new_tokens
-    if kind == "strict":
-        return strict_reward(text, problem["answer"])
-    return reward(text, problem["answer"])
-
-
-@torch.no_grad()
-def outcomes(model, tok, problems, samples: int = 4, temperature: float = 0.7, seed: int = 0,
-             max_new_tokens: int = 96) -> dict:
-    """Per-problem held-out outcomes, what paired tests need: ``greedy`` (P,) and ``sampled``
-    (P, samples) verifier rewards, the samples drawn at ``temperature`` from a generator seeded ``seed``."""
-    model.eval()
-    greedy = rewards(problems, completions(model, tok, problems, max_new_tokens=max_new_tokens))[:, 0]
-    gen = torch.Generator().manual_seed(seed)
-    sampled = rewards(problems, completions(model, tok, problems, n=samples, temperature=temperature,
-                                            generator=gen, max_new_tokens=max_new_tokens))
-    return {"greedy": greedy, "sampled": sampled}
-
-
-def evaluate(model, tok, problems, samples: int = 4, temperature: float = 0.7, seed: int = 0,
-             max_new_tokens: int = 96) -> dict:
-    """Held-out accuracy: greedy, and sampled at ``temperature`` (mean over ``samples`` per problem)."""
-    o = outcomes(model, tok, problems, samples, temperature, seed, max_new_tokens)
-    return {"greedy": float(o["greedy"].mean()), "sampled": float(o["sampled"].mean())}
-
-
-def pass_at_k(correct, k: int) -> float:
-    """Unbiased pass@k (Chen et al. 2021) from a (problems, n) 0/1 array, n >= k: the chance that at
-    least one of k answers drawn without replacement from a problem's n is right, averaged."""
-    correct = np.asarray(correct)
-    if correct.ndim != 2 or correct.shape[0] == 0:
-        raise ValueError(f"correct must be a (problems, n) array with at least one problem, got shape "
-                         f"{correct.shape}")
-    if not np.isin(correct, (0, 1)).all():
-        raise ValueError(f"correct must hold only 0/1 (or False/True), got values "
-                         f"{sorted(set(np.unique(correct).tolist()) - {0, 1})[:5]}")
-    n = correct.shape[1]
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= n:
-        raise ValueError(f"need 1 <= k <= n = {n}, got k = {k}")
-    c = correct.sum(1)
-    return float(np.mean([1.0 - math.comb(n - int(ci), k) / math.comb(n, k) for ci in c]))
 
 
 LOG_KEYS = ("iteration", "reward_mean", "degenerate_fraction", "entropy_mean", "kl_mean", "clip_fraction",

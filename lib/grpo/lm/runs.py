@@ -27,10 +27,11 @@ import torch
 
 from grpo.pool import parallel_map
 
-from .data import PROTOCOL, check_annotations, step_count
+from .data import PROTOCOL, step_count
+from .eval import outcomes
 from .model import save
 from .rl import EIConfig, RunConfig, expert_iteration, train_grpo
-from .train import MODELS_DIR, SFT_CHECKPOINT, SFTConfig, completions, load_sft, rewards, sft
+from .train import MODELS_DIR, SFT_CHECKPOINT, SFTConfig, load_sft, sft
 
 RUNS_DIR = Path(__file__).resolve().parents[3] / "data" / "runs"
 PLATEAU_CHECKPOINT = "08_plateau_sft.safetensors"
@@ -96,17 +97,13 @@ def _bits(a) -> str:
 
 
 def held_out_outcomes(model, tok, problems, samples: int = HELD_OUT_SAMPLES) -> dict:
-    """Per-problem outcomes as 0/1 strings: ``greedy`` (one char a problem), ``sampled`` and
-    ``annotations_ok`` (``samples`` chars a problem: the verifier's reward, and whether every
-    ``<<a=b>>`` in that sample is right), and each problem's step count."""
-    model.eval()
-    greedy = rewards(problems, completions(model, tok, problems))[:, 0]
-    texts = completions(model, tok, problems, n=samples, temperature=0.7,
-                        generator=torch.Generator().manual_seed(PROTOCOL.eval_seed))
-    ok = [[all(n["ok"] for n in check_annotations(t)) and bool(check_annotations(t)) for t in row]
-          for row in texts]
-    return {"greedy": _bits(greedy), "sampled": _bits(rewards(problems, texts)), "annotations_ok": _bits(ok),
-            "samples": samples, "steps": "".join(str(step_count(p)) for p in problems)}
+    """Per-problem outcomes (``grpo.lm.eval.outcomes``) as 0/1 strings: ``greedy`` (one char a
+    problem), ``sampled`` and ``annotations_ok`` (``samples`` chars a problem: the verifier's reward,
+    and whether every ``<<a=b>>`` in that sample is right), and each problem's step count."""
+    o = outcomes(model, tok, problems, samples, 0.7, PROTOCOL.eval_seed, annotations=True)
+    return {"greedy": _bits(o["greedy"]), "sampled": _bits(o["sampled"]),
+            "annotations_ok": _bits(o["annotations_ok"]), "samples": samples,
+            "steps": "".join(str(step_count(p)) for p in problems)}
 
 
 def decode(bits: str, samples: int = 1) -> np.ndarray:

@@ -6,9 +6,7 @@ length (shuffled, then sorted within chunks of ``64 * batch_size``), so almost n
 padding; positions stay exact, since every row starts at position 0. It returns the loss at every
 step and the held-out greedy accuracy every ``eval_every`` steps.
 
-``completions(model, tok, problems, n, temperature, generator)`` samples (or, with
-``temperature=None``, decodes greedily) and returns texts; ``rewards`` scores them with the verifier:
-a (problems, n) array of 0/1.
+Its evaluations use ``grpo.lm.eval`` (``completions``, ``rewards``), re-exported here.
 
 ``load_sft()`` returns chapter 7's committed SFT checkpoint and tokenizer, ``(model, tok)``, from
 ``data/models/`` (where chapter 7 writes them): the starting point of chapter 8. Chapter 7 also
@@ -21,28 +19,18 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .data import reference_answer, reward
-from .model import load, sample
+from .data import encode_problem, prompt_text  # noqa: F401  (re-exported)
+from .eval import completions, rewards  # noqa: F401  (re-exported)
+from .model import load
 from .tokenizer import Tokenizer
 
 MODELS_DIR = Path(__file__).resolve().parents[3] / "data" / "models"
 SFT_CHECKPOINT = "07_small_lm_sft.safetensors"
 ANSWER_ONLY_CHECKPOINT = "07_small_lm_answer_only.safetensors"    # its twin trained on answers alone
 SFT_TOKENIZER = "07_small_lm_tokenizer.json"
-
-
-def prompt_text(question: str) -> str:
-    """What the model is given: the question and a newline; it writes the solution and ``<eos>``."""
-    return question + "\n"
-
-
-def encode_problem(tok, problem: dict) -> tuple[list[int], list[int]]:
-    """(prompt ids, solution ids + <eos>) of one problem."""
-    return tok.encode(prompt_text(problem["question"])), tok.encode(problem["answer"]) + [tok.eos_id]
 
 
 @dataclass(frozen=True)
@@ -145,43 +133,6 @@ def sft(model, tok, train: list[dict], evals: list[dict], cfg: SFTConfig, keep_s
                 hist["states"].append({k: v.detach().clone() for k, v in model.state_dict().items()})
     model.eval()
     return hist
-
-
-def completions(model, tok, problems, n=1, temperature=None, generator=None, top_p=1.0,
-                max_new_tokens=96, batch=256) -> list[list[str]]:
-    """``n`` completions (texts) per problem: greedy if ``temperature`` is None, else sampled."""
-    if temperature is None and n != 1:
-        raise ValueError(f"greedy decoding (temperature=None) gives one completion per problem, not "
-                         f"n = {n}: pass a temperature to sample {n}")
-    out = []
-    per = max(1, batch // n)
-    for i in range(0, len(problems), per):
-        prompts = [encode_problem(tok, p)[0] for p in problems[i:i + per]]
-        if temperature is None:
-            tokens, _, mask = sample(model, prompts, 1, max_new_tokens, eos_id=tok.eos_id, greedy=True)
-        else:
-            tokens, _, mask = sample(model, prompts, n, max_new_tokens, temperature, top_p, generator,
-                                     eos_id=tok.eos_id)
-        texts = [tok.decode(row[m].tolist()) for row, m in zip(tokens, mask)]
-        k = 1 if temperature is None else n
-        out += [texts[j:j + k] for j in range(0, len(texts), k)]
-    return out
-
-
-def rewards(problems, texts) -> np.ndarray:
-    """(problems, n) array of verifier rewards (0.0 / 1.0) for ``completions`` output.
-
-    Raises ValueError when the lengths differ, there are no problems, or a reference answer is
-    unreadable (it would score every completion 0).
-    """
-    if len(problems) != len(texts) or not problems:
-        raise ValueError(f"need one row of texts per problem, and at least one problem: got "
-                         f"{len(problems)} problems, {len(texts)} rows")
-    if any(isinstance(row, str) for row in texts):
-        raise ValueError("texts must be rows (lists) of completions, one row per problem, not strings")
-    for p in problems:
-        reference_answer(p["answer"])
-    return np.array([[reward(t, p["answer"]) for t in row] for p, row in zip(problems, texts, strict=True)])
 
 
 def load_sft(models_dir=MODELS_DIR, checkpoint=SFT_CHECKPOINT):

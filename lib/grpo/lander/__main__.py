@@ -1,0 +1,36 @@
+"""``python -m grpo.lander``: the full published scale (5 seeds x 2M steps) with a progress bar."""
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import numpy as np
+
+from .trainers import ALGOS, RunSpec, train
+
+def main(argv=None) -> None:
+    from tqdm.auto import tqdm
+    p = argparse.ArgumentParser(prog="python -m grpo.lander", description=__doc__.split("\n")[0])
+    p.add_argument("--algo", choices=ALGOS, required=True)
+    p.add_argument("--seeds", type=int, default=5, help="seeds 0 .. N-1")
+    p.add_argument("--steps", type=int, default=2_000_000, help="env steps per seed")
+    p.add_argument("--eval-every", type=int, default=100_000)
+    p.add_argument("--out", default=None, help="JSON file for the per-seed results")
+    a = p.parse_args(argv)
+    runs = []
+    for seed in range(a.seeds):
+        t0 = time.time()
+        with tqdm(total=a.steps, desc=f"{a.algo} seed {seed}", unit="step", unit_scale=True) as bar:
+            r = train(RunSpec(a.algo, seed, a.steps, eval_every=a.eval_every), progress=bar)
+        r = {k: v for k, v in r.items() if not k.endswith("_state") and k != "snapshots"}
+        print(f"{a.algo} seed {seed}: test argmax {np.mean(r['test_det']):.1f}, "
+              f"sampled {np.mean(r['test_sampled']):.1f} ({time.time() - t0:.0f} s)")
+        runs.append(r)
+    if a.out:
+        with open(a.out, "w") as f:
+            json.dump(runs, f)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,154 @@
+"""Chapter 6's objectives: GRPO's group advantages (outcome and process), the controls' baselines,
+PPO's GAE, and the GRPO and PPO losses with their closed-form gradients in the logits.
+
+Outcome GRPO z-scores the G returns of a group (``grpo.objectives.grpo_advantages`` with eps 1e-4)
+and broadcasts the result to every step of the episode; process GRPO normalises the per-step
+rewards over the whole group and sums them to the episode's end (``process_advantages``). Both
+trainers' policy step ascends the clipped surrogate of ``grpo.surrogate.clipped_surrogate``
+(``grpo_loss``) through its closed-form slope (``surrogate_slope``). The gradients are written out
+(``grpo_loss_grad``, ``ppo_loss_grad``) because autograd's per-op overhead dominates on minibatches
+of 64; the tests check them against autograd.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..kl import kl_k3
+from ..objectives import clip_mask, grpo_advantages, log_softmax
+from ..surrogate import clipped_surrogate
+from .env import N_ACTIONS
+
+GROUP_EPS = 1e-4     # the study's z-score guard (the toy's grpo_advantages default is 1e-8)
+
+
+def outcome_advantages(returns, group_size: int) -> np.ndarray:
+    """Per episode: (R - mean_g R) / (std_g R + 1e-4) within its group of ``group_size`` episodes.
+
+    Episodes come grouped: [prompt 0 x G, prompt 1 x G, ...]. Uses ``grpo.algos.grpo_advantages``.
+    """
+    R = np.asarray(returns, dtype=float)
+    if group_size < 2 or R.ndim != 1 or len(R) == 0 or len(R) % group_size:
+        raise ValueError(f"need G >= 2 and a whole number (>= 1) of groups, got G={group_size}, {R.shape}")
+    return np.concatenate([grpo_advantages(g, eps=GROUP_EPS) for g in R.reshape(-1, group_size)])
+
+
+def returns_to_go(rewards) -> list:
+    """Per episode, each step's undiscounted return from that step to the episode's end."""
+    return [np.cumsum(np.asarray(r, float)[::-1])[::-1] for r in rewards]
+
+
+def time_baseline(to_go, group_size: int) -> np.ndarray:
+    """Per step, the mean return-to-go of its group's episodes at the same step index (an episode
+    that has ended counts 0): a baseline that depends on time, not on the state."""
+    if group_size < 2 or not to_go or len(to_go) % group_size:
+        raise ValueError(f"need G >= 2 and a whole number (>= 1) of groups, got G={group_size}, {len(to_go)}")
+    out = []
+    for g in range(0, len(to_go), group_size):
+        group = to_go[g:g + group_size]
+        padded = np.zeros((group_size, max(map(len, group))))
+        for i, x in enumerate(group):
+            padded[i, :len(x)] = x
+        out += [padded.mean(0)[:len(x)] for x in group]
+    return np.concatenate(out)
+
+
+def baseline_advantages(to_go, baseline, eps: float = GROUP_EPS) -> np.ndarray:
+    """(G_t - b_t) / (std over the batch + eps): the return-to-go minus a baseline, scaled like
+    GRPO's z-score but not re-centred (the baseline does the centring). All equal: zeros."""
+    a = np.asarray(to_go, float) - np.asarray(baseline, float)
+    if a.ndim != 1 or not np.isfinite(a).all():
+        raise ValueError("returns-to-go and baseline must be finite and of one shape (steps,)")
+    return np.zeros_like(a) if np.all(a == a[0]) else a / (a.std() + eps)
+
+
+def process_advantages(rewards, eps: float = GROUP_EPS) -> list:
+    """Process supervision for ONE group: per-step rewards normalised over all the group's steps,
+    then each step's advantage is the sum of the normalised rewards from it to its episode's end.
+    """
+    if len(rewards) < 2 or min(map(len, rewards)) < 1:
+        raise ValueError(f"a group needs G >= 2 episodes of >= 1 step, got lengths {list(map(len, rewards))}")
+    flat = np.concatenate([np.asarray(r, float) for r in rewards])
+    if not np.isfinite(flat).all():
+        raise ValueError("rewards contain NaN or inf")
+    if np.all(flat == flat[0]):
+        return [np.zeros(len(r)) for r in rewards]
+    mu, sd = flat.mean(), flat.std()
+    return [np.cumsum(((np.asarray(r, float) - mu) / (sd + eps))[::-1])[::-1] for r in rewards]
+
+
+def step_weights(lengths) -> np.ndarray:
+    """Per-step weights 1/L_i (the paper's 1/|o_i|), rescaled to mean 1 over all steps."""
+    L = np.asarray(lengths)
+    if L.ndim != 1 or len(L) == 0 or (L < 1).any():
+        raise ValueError(f"lengths must be a non-empty 1-D array of positive ints, got {L}")
+    return np.repeat(L.sum() / len(L) / L, L)
+
+
+def gae(rewards, values, dones, last_values, gamma: float, lam: float):
+    """GAE(gamma, lambda) over (T, N) arrays; ``dones[t]`` ends the episode after step t.
+
+    Returns (advantages, value targets = advantages + values).
+    """
+    T = len(rewards)
+    adv = np.zeros_like(rewards)
+    next_adv, next_v = 0.0, last_values
+    for t in reversed(range(T)):
+        alive = 1.0 - dones[t]
+        delta = rewards[t] + gamma * next_v * alive - values[t]
+        next_adv = delta + gamma * lam * alive * next_adv
+        adv[t] = next_adv
+        next_v = values[t]
+    return adv, adv + values
+
+
+def grpo_loss(logp, logp_old, logp_ref, adv, w, clip: float, beta: float):
+    """-mean(w * (surrogate - beta * k3)): the GRPO objective as a loss; also returns (clipped, k3)."""
+    surr, clipped = clipped_surrogate(logp, logp_old, adv, clip)
+    k3 = kl_k3(logp, logp_ref)
+    return -(w * (surr - beta * k3)).mean(), clipped, k3
+
+
+def surrogate_slope(logp, logp_old, adv, clip: float):
+    """d surrogate / d logp per step: rho*A where the clip leaves the step alone, 0 where it engaged
+    (``grpo.algos.clip_mask``, the same steps as ``clipped_surrogate``'s mask); also the mask."""
+    rho = np.exp(logp - logp_old)
+    clipped = clip_mask(rho, adv, clip)
+    return np.where(clipped, 0, rho * adv), clipped
+
+
+def _check_rows(logits, actions, *per_step):
+    n = len(actions)
+    if np.shape(logits) != (n, N_ACTIONS) or any(np.shape(x) != (n,) for x in per_step):
+        raise ValueError(f"logits must be ({n}, {N_ACTIONS}) and every per-step array ({n},), got "
+                         f"{np.shape(logits)} and {[np.shape(x) for x in per_step]}")
+
+
+def _logits_grad(logp_all, actions, d_logp) -> np.ndarray:
+    """Chain rule through log-softmax: d logp_a / d logits = onehot(a) - softmax(logits)."""
+    d = -np.exp(logp_all) * d_logp[:, None]
+    d[np.arange(len(actions)), actions] += d_logp
+    return d
+
+
+def grpo_loss_grad(logits, actions, logp_old, logp_ref, adv, w, clip: float, beta: float):
+    """``grpo_loss``'s gradient with respect to the logits, in closed form (the tests check it against
+    autograd); k3's slope in logp is 1 - exp(logp_ref - logp). Returns (d loss/d logits, clipped, k3)."""
+    _check_rows(logits, actions, logp_old, logp_ref, adv, w)
+    logp_all = log_softmax(logits)
+    logp = logp_all[np.arange(len(actions)), actions]
+    slope, clipped = surrogate_slope(logp, logp_old, adv, clip)
+    d_logp = -w * (slope - beta * (1 - np.exp(logp_ref - logp))) / len(actions)
+    return _logits_grad(logp_all, actions, d_logp), clipped, kl_k3(logp, logp_ref)
+
+
+def ppo_loss_grad(logits, actions, logp_old, adv, clip: float, ent_coef: float):
+    """The gradient of PPO's policy loss -mean(surrogate) - ent_coef * mean(entropy) with respect to
+    the logits (closed form, checked against autograd); entropy's slope is -p * (log p + H).
+    Returns (d loss / d logits, clipped)."""
+    _check_rows(logits, actions, logp_old, adv)
+    logp_all = log_softmax(logits)
+    slope, clipped = surrogate_slope(logp_all[np.arange(len(actions)), actions], logp_old, adv, clip)
+    p = np.exp(logp_all)
+    entropy = -(p * logp_all).sum(1, keepdims=True)
+    d = _logits_grad(logp_all, actions, -slope / len(actions))
+    return d + ent_coef / len(actions) * p * (logp_all + entropy), clipped

@@ -1,0 +1,114 @@
+"""Scoring a model on problems: completions, verifier rewards, per-problem outcomes, accuracy and
+pass@k. Chapters 7-10 and the stored runs share these, so every evaluation is done one way.
+
+``completions(model, tok, problems, n, temperature, generator)`` samples (or, with
+``temperature=None``, decodes greedily) and returns texts; ``rewards`` scores them with the
+verifier: a (problems, n) array of 0/1. ``score`` is the reward of one completion for the GRPO loop
+(the verifier, the strict verifier, or the length reward of the sanity check). ``outcomes`` gives
+the per-problem greedy and sampled outcomes that paired tests need (and, on request, whether every
+annotation of each sample is right); ``evaluate`` their means; ``pass_at_k`` the unbiased pass@k.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+from .data import encode_problem
+from .model import sample
+from .verifier import check_annotations, reference_answer, reward, strict_reward
+
+
+def completions(model, tok, problems, n=1, temperature=None, generator=None, top_p=1.0,
+                max_new_tokens=96, batch=256) -> list[list[str]]:
+    """``n`` completions (texts) per problem: greedy if ``temperature`` is None, else sampled."""
+    if temperature is None and n != 1:
+        raise ValueError(f"greedy decoding (temperature=None) gives one completion per problem, not "
+                         f"n = {n}: pass a temperature to sample {n}")
+    out = []
+    per = max(1, batch // n)
+    for i in range(0, len(problems), per):
+        prompts = [encode_problem(tok, p)[0] for p in problems[i:i + per]]
+        if temperature is None:
+            tokens, _, mask = sample(model, prompts, 1, max_new_tokens, eos_id=tok.eos_id, greedy=True)
+        else:
+            tokens, _, mask = sample(model, prompts, n, max_new_tokens, temperature, top_p, generator,
+                                     eos_id=tok.eos_id)
+        texts = [tok.decode(row[m].tolist()) for row, m in zip(tokens, mask)]
+        k = 1 if temperature is None else n
+        out += [texts[j:j + k] for j in range(0, len(texts), k)]
+    return out
+
+
+def rewards(problems, texts) -> np.ndarray:
+    """(problems, n) array of verifier rewards (0.0 / 1.0) for ``completions`` output.
+
+    Raises ValueError when the lengths differ, there are no problems, or a reference answer is
+    unreadable (it would score every completion 0).
+    """
+    if len(problems) != len(texts) or not problems:
+        raise ValueError(f"need one row of texts per problem, and at least one problem: got "
+                         f"{len(problems)} problems, {len(texts)} rows")
+    if any(isinstance(row, str) for row in texts):
+        raise ValueError("texts must be rows (lists) of completions, one row per problem, not strings")
+    for p in problems:
+        reference_answer(p["answer"])
+    return np.array([[reward(t, p["answer"]) for t in row] for p, row in zip(problems, texts, strict=True)])
+
+
+def score(problem: dict, text: str, kind: str = "verifier", max_new_tokens: int = 96,
+          length: int = 0) -> float:
+    """The reward of one completion: the verifier's 0/1, the strict one's (right answer and every
+    annotation right), or (the sanity check) 1 - length / budget."""
+    if kind == "short":
+        return 1.0 - length / max_new_tokens
+    if kind == "strict":
+        return strict_reward(text, problem["answer"])
+    return reward(text, problem["answer"])
+
+
+@torch.no_grad()
+def outcomes(model, tok, problems, samples: int = 4, temperature: float = 0.7, seed: int = 0,
+             max_new_tokens: int = 96, annotations: bool = False) -> dict:
+    """Per-problem held-out outcomes, what paired tests need: ``greedy`` (P,) and ``sampled``
+    (P, samples) verifier rewards, the samples drawn at ``temperature`` from a generator seeded
+    ``seed``; with ``annotations``, also ``annotations_ok`` (P, samples): the sample shows at least
+    one ``<<a=b>>`` and every one is right."""
+    model.eval()
+    greedy = rewards(problems, completions(model, tok, problems, max_new_tokens=max_new_tokens))[:, 0]
+    gen = torch.Generator().manual_seed(seed)
+    texts = completions(model, tok, problems, n=samples, temperature=temperature, generator=gen,
+                        max_new_tokens=max_new_tokens)
+    out = {"greedy": greedy, "sampled": rewards(problems, texts)}
+    if annotations:
+        out["annotations_ok"] = np.array([[bool(notes) and all(a["ok"] for a in notes)
+                                           for notes in map(check_annotations, row)] for row in texts])
+    return out
+
+
+def evaluate(model, tok, problems, samples: int = 4, temperature: float = 0.7, seed: int = 0,
+             max_new_tokens: int = 96) -> dict:
+    """Held-out accuracy: greedy, and sampled at ``temperature`` (mean over ``samples`` per problem)."""
+    o = outcomes(model, tok, problems, samples, temperature, seed, max_new_tokens)
+    return {"greedy": float(o["greedy"].mean()), "sampled": float(o["sampled"].mean())}
+
+
+def pass_at_k(correct, k: int) -> float:
+    """Unbiased pass@k (Chen et al. 2021) from a (problems, n) 0/1 array, n >= k: the chance that at
+    least one of k answers drawn without replacement from a problem's n is right, averaged."""
+    correct = np.asarray(correct)
+    if correct.ndim != 2 or correct.shape[0] == 0:
+        raise ValueError(f"correct must be a (problems, n) array with at least one problem, got shape "
+                         f"{correct.shape}")
+    if not np.isin(correct, (0, 1)).all():
+        raise ValueError(f"correct must hold only 0/1 (or False/True), got values "
+                         f"{sorted(set(np.unique(correct).tolist()) - {0, 1})[:5]}")
+    n = correct.shape[1]
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= n:
+        raise ValueError(f"need 1 <= k <= n = {n}, got k = {k}")
+    c = correct.sum(1)
+    return float(np.mean([1.0 - math.comb(n - int(ci), k) / math.comb(n, k) for ci in c]))
+
+
+__all__ = ["completions", "rewards", "score", "outcomes", "evaluate", "pass_at_k"]

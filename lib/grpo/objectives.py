@@ -1,0 +1,69 @@
+"""The pieces of GRPO's objective that every chapter shares, in NumPy: the group-relative
+advantage, where the clip engages, and a log-softmax.
+
+* ``grpo_advantages(scores, eps)``: A_i = (r_i - mean r) / (std r + eps) for one group; an
+  all-equal group gives exactly 0 (chapter 4; the lander and the language model call it too);
+* ``clip_mask(rho, adv, eps)``: where PPO's ``min(rho*A, clip(rho, 1-eps, 1+eps)*A)`` takes the
+  flat branch, so that step gets no gradient (chapters 3-4; ``grpo.surrogate`` is its torch twin);
+* ``log_softmax(logits)``: row-wise, max-shifted (chapter 6's closed-form gradients).
+
+The toy (``grpo.algos``), the lander and the language model import them from here.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import checks
+
+
+def grpo_advantages(scores, eps: float = 1e-8) -> np.ndarray:
+    """A_i = (r_i - mean r) / (std r + eps), population std, for one group of G >= 2 scores.
+
+    A group whose scores are all equal carries no signal: every advantage is exactly 0.
+    ``eps`` only guards the division: the toy's scores lie in [0, 1] (1e-8); LunarLander's returns
+    span hundreds, and its port uses the published study's 1e-4 (chapter 6).
+    """
+    r = _check_group_scores(scores, eps)
+    if np.all(r == r[0]):
+        return np.zeros_like(r)        # exactly 0: r - r.mean() can be off by rounding, / eps
+    return (r - r.mean()) / (r.std() + eps)
+
+
+def _check_group_scores(scores, eps=1e-8):
+    r = np.asarray(scores, dtype=float)
+    if r.ndim != 1:
+        raise ValueError(f"scores must be one group, shape (G,), got {r.shape}")
+    if len(r) < 2:
+        raise ValueError(f"a group needs G >= 2 scores to compare, got G = {len(r)}")
+    if not np.isfinite(r).all():
+        raise ValueError("scores contain NaN or inf")
+    checks.positive("eps", eps)
+    return r
+
+
+def clip_mask(rho, adv, eps: float) -> np.ndarray:
+    """Where ``min(rho*A, clip(rho, 1-eps, 1+eps)*A)`` takes the flat, clipped branch.
+
+    That is rho > 1+eps with A > 0 (already pushed up far enough) or rho < 1-eps with A < 0
+    (already pushed down far enough). A *correction*, rho outside the band against A's direction,
+    keeps the unclipped branch and its gradient.
+    """
+    rho, adv = _check_clip_args(rho, adv, eps)
+    return ((adv > 0) & (rho > 1 + eps)) | ((adv < 0) & (rho < 1 - eps))
+
+
+def _check_clip_args(rho, adv, eps):
+    rho, adv = np.asarray(rho, dtype=float), np.asarray(adv, dtype=float)
+    if rho.shape != adv.shape:
+        raise ValueError(f"rho and adv must have the same shape, got {rho.shape} and {adv.shape}")
+    checks.non_negative("eps", eps)
+    return rho, adv
+
+
+def log_softmax(logits: np.ndarray) -> np.ndarray:
+    """log softmax over each row, shifted by the row's max so exp never overflows."""
+    z = logits - logits.max(1, keepdims=True)
+    return z - np.log(np.exp(z).sum(1, keepdims=True))
+
+
+__all__ = ["grpo_advantages", "clip_mask", "log_softmax"]

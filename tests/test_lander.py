@@ -318,7 +318,7 @@ def test_mlp_forward_and_gradients_are_bit_identical_to_the_plain_sequential():
     plain = torch.nn.Sequential(*actor)                # the same layers, module by module
     assert list(actor.state_dict()) == list(plain.state_dict()) == ["0.weight", "0.bias", "2.weight",
                                                                    "2.bias", "4.weight", "4.bias"]
-    x = torch.randn(64, L.OBS_DIM, generator=torch.Generator().manual_seed(0))
+    x = torch.randn(64, L.OBS_DIM, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
     grads = []
     for net in (actor, plain):
         net.zero_grad()

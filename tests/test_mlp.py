@@ -13,7 +13,7 @@ from grpo.surrogate import clipped_surrogate
 
 def batch(n=64, seed=0):
     rng = np.random.default_rng(seed)
-    obs = rng.standard_normal((n, lander.OBS_DIM)).astype(np.float32)
+    obs = rng.standard_normal((n, lander.OBS_DIM)).astype(np.float64)
     return obs, rng.integers(0, lander.N_ACTIONS, n), rng
 
 
@@ -39,7 +39,7 @@ def test_flat_mlp_backward_matches_autograd():
     twin = copy.deepcopy(critic)
     vf = FlatMLP(critic)
     obs, _, rng = batch()
-    d_out = rng.standard_normal((len(obs), 1)).astype(np.float32)
+    d_out = rng.standard_normal((len(obs), 1)).astype(np.float64)
     vf.forward(obs)
     vf.backward(d_out)
     (twin(torch.from_numpy(obs)) * torch.from_numpy(d_out)).sum().backward()
@@ -57,18 +57,18 @@ def trained_logits(seed=0):
     actor = lander.make_actor(seed)
     with torch.no_grad():
         for p in actor.parameters():
-            p.add_(0.3 * torch.from_numpy(rng.standard_normal(p.shape).astype(np.float32)))
+            p.add_(0.3 * torch.from_numpy(rng.standard_normal(p.shape).astype(np.float64)))
     logits = actor(torch.from_numpy(obs)).detach().numpy()
     logp_old = (lander.log_softmax(logits)[np.arange(len(act)), act]
-                + rng.normal(0, 0.3, len(act))).astype(np.float32)
-    logp_ref = (logp_old + rng.normal(0, 0.2, len(act))).astype(np.float32)
-    adv = rng.standard_normal(len(act)).astype(np.float32)
+                + rng.normal(0, 0.3, len(act))).astype(np.float64)
+    logp_ref = (logp_old + rng.normal(0, 0.2, len(act))).astype(np.float64)
+    adv = rng.standard_normal(len(act)).astype(np.float64)
     return logits, act, logp_old, logp_ref, adv, rng
 
 
 def test_grpo_loss_grad_matches_autograd_of_grpo_loss():
     logits, act, logp_old, logp_ref, adv, rng = trained_logits()
-    w = rng.uniform(0.5, 2, len(act)).astype(np.float32)
+    w = rng.uniform(0.5, 2, len(act)).astype(np.float64)
     z = torch.tensor(logits, requires_grad=True)
     logp = torch.log_softmax(z, -1).gather(1, torch.from_numpy(act)[:, None])[:, 0]
     loss, clipped_t, k3_t = lander.grpo_loss(logp, torch.from_numpy(logp_old), torch.from_numpy(logp_ref),
@@ -98,7 +98,7 @@ def test_ppo_loss_grad_matches_autograd_with_the_entropy_bonus():
 def test_a_wrong_gradient_is_caught():
     """The comparison above can fail: drop the clip and the gradients no longer match."""
     logits, act, logp_old, logp_ref, adv, _ = trained_logits()
-    w = np.ones(len(act), np.float32)
+    w = np.ones(len(act))
     right, _, _ = lander.grpo_loss_grad(logits, act, logp_old, logp_ref, adv, w, 0.2, 0.04)
     wrong, _, _ = lander.grpo_loss_grad(logits, act, logp_old, logp_ref, adv, w, 0.9, 0.04)
     assert not np.allclose(right, wrong, rtol=1e-4, atol=1e-7)
@@ -114,7 +114,7 @@ def test_adam_matches_clip_grad_norm_then_torch_adam(max_norm):
     topt = torch.optim.Adam(params, lr=3e-4, eps=1e-5)
     rng = np.random.default_rng(0)
     for _ in range(5):
-        grads = [rng.standard_normal(n.flat.shape).astype(np.float32) for n in nets]
+        grads = [rng.standard_normal(n.flat.shape).astype(np.float64) for n in nets]
         for n, g in zip(nets, grads):
             n.grad[:] = g
         for p, g in zip(params, np.split(np.concatenate(grads),
@@ -141,7 +141,7 @@ def test_adam_rejects_bad_settings_and_nan_gradients():
 
 def test_loss_grads_reject_logits_of_the_wrong_shape():
     logits, act, logp_old, logp_ref, adv, _ = trained_logits()
-    w = np.ones(len(act), np.float32)
+    w = np.ones(len(act))
     with pytest.raises(ValueError, match="logits must be"):
         lander.grpo_loss_grad(logits[:, :3], act, logp_old, logp_ref, adv, w, 0.2, 0.04)
     with pytest.raises(ValueError, match="logits must be"):

@@ -4,7 +4,7 @@ On minibatches of 64 rows through an 8 -> 64 -> 64 -> 4 MLP, autograd's per-oper
 most of the cost (``bench/bench_lander_update.py`` times one PPO minibatch step both ways and writes
 the figures to data/bench/06_lander_update.json). The networks stay torch modules
 (orthogonal init, ``state_dict``, inference in ``grpo.lander.policy_logits``): ``FlatMLP`` points their
-parameters at one flat float32 array, so every in-place update below is what the module computes
+parameters at one flat float64 array, so every in-place update below is what the module computes
 with. The tests check ``backward`` and ``Adam`` against autograd and ``torch.optim.Adam``.
 """
 from __future__ import annotations
@@ -27,7 +27,7 @@ class FlatMLP:
         params = list(net.parameters())
         if len(params) != 6 or [p.ndim for p in params] != [2, 1, 2, 1, 2, 1]:
             raise ValueError(f"FlatMLP needs Linear, Tanh, Linear, Tanh, Linear; got {net}")
-        self.flat = np.concatenate([p.detach().numpy().ravel() for p in params]).astype(np.float32)
+        self.flat = np.concatenate([p.detach().numpy().ravel() for p in params]).astype(np.float64)
         self.grad = np.zeros_like(self.flat)
         self.params, self.grads = _views(self.flat, params), _views(self.grad, params)
         with torch.no_grad():
@@ -36,7 +36,7 @@ class FlatMLP:
         self._cache = None
 
     def forward(self, x: np.ndarray) -> np.ndarray:
-        """Outputs for a (B, in) float32 batch; keeps the activations for ``backward``."""
+        """Outputs for a (B, in) batch (float64, as the weights); keeps the activations for ``backward``."""
         w1, b1, w2, b2, w3, b3 = self.params
         h1 = np.tanh(x @ w1.T + b1)
         h2 = np.tanh(h1 @ w2.T + b2)
@@ -86,7 +86,7 @@ class Adam:
         norm = float(np.sqrt(sum(np.dot(n.grad, n.grad) for n in self.nets)))
         if not np.isfinite(norm):
             raise ValueError(f"gradient norm is {norm}: a NaN or inf reached the gradients")
-        scale = np.float32(min(1.0, self.max_grad_norm / (norm + 1e-6)))   # torch's clip_coef, clamped
+        scale = min(1.0, self.max_grad_norm / (norm + 1e-6))   # torch's clip_coef, clamped
         self.t += 1
         b1, b2 = self.betas
         step_size = self.lr / (1 - b1 ** self.t)

@@ -7,6 +7,11 @@ reset transition (Gymnasium's NEXT_STEP autoreset) can enter a batch. Training e
 
 Seeds: training prompts come from [0, 1e6), periodic evaluation (checkpoint choice) from
 [1e6, 1e6 + 1e3), the final held-out test from [2e6, ...).
+
+Precision: the networks compute in float64 (``DTYPE``), so that no CPU's kernel choice (MKL's,
+ATen's, NumPy's or OpenBLAS's SIMD path) can reach a sampled action: the kernels then differ by
+about 1e-16, where in float32 their 1e-7 differences flip an action within a few hundred updates.
+The environment's observations are float32 (Box2D's), stored as they come.
 """
 from __future__ import annotations
 
@@ -19,6 +24,8 @@ from torch import nn
 from torch.nn import functional as F
 
 from ..objectives import log_softmax
+
+DTYPE = torch.float64          # the networks' precision (see the module docstring)
 
 ENV_ID = "LunarLander-v3"
 OBS_DIM, N_ACTIONS = 8, 4
@@ -52,7 +59,8 @@ class MLP(nn.Sequential):
 
 def mlp(n_out: int, out_gain: float, generator: torch.Generator) -> nn.Sequential:
     """8 -> 64 -> 64 -> n_out, tanh, orthogonal init (hidden gain sqrt 2, as SB3 and CleanRL)."""
-    net = MLP(nn.Linear(OBS_DIM, 64), nn.Tanh(), nn.Linear(64, 64), nn.Tanh(), nn.Linear(64, n_out))
+    net = MLP(nn.Linear(OBS_DIM, 64, dtype=DTYPE), nn.Tanh(), nn.Linear(64, 64, dtype=DTYPE), nn.Tanh(),
+              nn.Linear(64, n_out, dtype=DTYPE))
     for layer, gain in zip(net[::2], (2 ** 0.5, 2 ** 0.5, out_gain)):
         nn.init.orthogonal_(layer.weight, gain, generator=generator)
         nn.init.zeros_(layer.bias)
@@ -70,7 +78,7 @@ def make_critic(seed: int) -> nn.Sequential:
 
 
 def check_obs(obs) -> np.ndarray:
-    obs = np.asarray(obs, dtype=np.float32)
+    obs = np.asarray(obs, dtype=np.float64)
     if obs.ndim != 2 or obs.shape[1] != OBS_DIM:
         raise ValueError(f"observations must have shape (n, {OBS_DIM}), got {obs.shape}")
     return obs

@@ -222,7 +222,7 @@ def train_actor_critic(spec: RunSpec, progress=None) -> dict:
         adv, ret = gae(s.rewards, values, s.dones, last_v, cfg.gamma, cfg.lam)
         # 2. flatten; log pi_old computed once
         b_obs, b_act = s.obs.reshape(-1, OBS_DIM), s.actions.reshape(-1)
-        b_adv, b_ret = adv.reshape(-1).astype(np.float32), ret.reshape(-1).astype(np.float32)
+        b_adv, b_ret = adv.reshape(-1), ret.reshape(-1)
         b_logp_old = log_softmax(pi.forward(b_obs))[np.arange(T * N), b_act]
         # 3. K epochs of minibatch steps on the clipped surrogate + value loss - entropy bonus
         grads = []
@@ -291,15 +291,15 @@ def train_grpo(spec: RunSpec, progress=None) -> dict:
         else:                                  # the controls: return-to-go minus V(s_t), or the time mean
             to_go = returns_to_go(ep.rewards)
             if vf is not None:
-                base = vf.forward(b_obs)[:, 0].astype(float)
-                b_to_go = np.concatenate(to_go).astype(np.float32)
+                base = vf.forward(b_obs)[:, 0]
+                b_to_go = np.concatenate(to_go)
             else:
                 base = time_baseline(to_go, cfg.group_size)
             adv = baseline_advantages(np.concatenate(to_go), base)
         w = step_weights(ep.lengths)
         # 3. flatten; log pi_old and log pi_ref computed once
         b_act, rows = np.concatenate(ep.actions), np.arange(len(b_obs))
-        b_adv, b_w = adv.astype(np.float32), w.astype(np.float32)
+        b_adv, b_w = adv, w
         b_logp_old = log_softmax(pi.forward(b_obs))[rows, b_act]
         b_logp_ref = log_softmax(ref.forward(b_obs))[rows, b_act]
         starts = b_obs[np.concatenate([[0], np.cumsum(ep.lengths)[:-1]])[::cfg.group_size]]

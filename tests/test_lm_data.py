@@ -178,6 +178,32 @@ def test_an_unreadable_reference_is_an_error_not_a_silent_zero(answer):
     assert reward("#### 7", answer) == 0.0           # reward itself still never raises
 
 
+def test_a_computation_is_its_template_and_numbers():
+    from grpo.lm.data import computation
+    a = ("Sam has 10 stamps. Ines gives him 1 stamps. He gives 6 stamps to Ines. "
+         "How many stamps does Sam have now?")
+    b = "Ava has 10 cards. Mia gives her 1 cards. She gives 6 cards to Mia. How many cards does Ava have now?"
+    c = "Ava has 10 cards. Mia gives her 2 cards. She gives 6 cards to Mia. How many cards does Ava have now?"
+    assert computation({"question": a}) == computation({"question": b}) != computation({"question": c})
+    assert computation({"question": "Then she gets 3 times as many."}) == "Then _ gets 3 times as many."
+
+
+def test_no_held_out_computation_is_in_training():
+    """PROTOCOL splits by computation: the test set and the further held-out problems ask only for
+    computations training never shows, however reworded (the question split did not: most of its
+    held-out problems had a training twin)."""
+    from grpo.lm.data import PROTOCOL, computation, make_splits
+    train, test = PROTOCOL.splits()
+    seen = {computation(p) for p in train}
+    assert not seen & {computation(p) for p in test + PROTOCOL.held_out(2000)}
+    old_train, old_test = make_splits(PROTOCOL.n_train, PROTOCOL.n_test, PROTOCOL.seed, PROTOCOL.step_weights,
+                                      by="question")
+    old_seen = {computation(p) for p in old_train}
+    assert sum(computation(p) in old_seen for p in old_test) > 0.4 * len(old_test)
+    with pytest.raises(ValueError, match="by must be one of"):
+        make_splits(10, 2, by="name")
+
+
 def test_held_out_is_disjoint_and_leaves_the_splits_alone():
     from grpo.lm.data import PROTOCOL, make_splits
     train, test = PROTOCOL.splits()

@@ -23,6 +23,7 @@ import hashlib
 import json
 import os
 import random
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -116,21 +117,41 @@ def make_problem(rng: random.Random, steps: int, max_add: int = 10, max_factor: 
     return {"question": " ".join(q), "answer": "\n".join(sol) + f"\n#### {x}"}
 
 
-def _in_test(question: str, test_fraction: float) -> bool:
-    digest = hashlib.sha256(question.encode()).digest()
+PRONOUNS = ["she", "he", "her", "him", "She", "He"]
+_SURFACE = re.compile(r"\b(?:" + "|".join([n for n, _, _ in NAMES] + OBJECTS + PRONOUNS) + r")\b")
+
+
+def computation(problem: dict) -> str:
+    """What a problem asks to compute: its question with every name, object and pronoun replaced by
+    ``_``, so its template and numbers remain. "Sam has 10 stamps. Ines gives him 1 stamps." and
+    "Ava has 10 cards. Mia gives her 1 cards." are the same computation."""
+    return _SURFACE.sub("_", problem["question"])
+
+
+def _in_test(key: str, test_fraction: float) -> bool:
+    digest = hashlib.sha256(key.encode()).digest()
     return int.from_bytes(digest[:8], "big") / 2**64 < test_fraction
 
 
+SPLITS_BY = ("computation", "question")
+
+
 def make_splits(n_train: int, n_test: int, seed: int = 0, step_weights=(0.3, 0.35, 0.25, 0.1),
-                **knobs) -> tuple[list[dict], list[dict]]:
+                by: str = "computation", **knobs) -> tuple[list[dict], list[dict]]:
     """Disjoint train and test lists of generated problems, deterministic by seed.
 
-    Each problem's split is decided by a hash of its question (about 1 in 5 goes to test), so the same
-    question can never be in both; test questions are distinct. ``step_weights`` are the
-    probabilities of 1, 2, 3 and 4 steps; ``knobs`` go to ``make_problem``.
+    Each problem's split is decided by a hash of its ``computation`` (about 1 in 5 computations goes
+    to test), so no test problem asks for a computation training has seen, only reworded; test
+    questions are distinct. ``by="question"`` hashes the question string instead, the split
+    chapters 7-8 used first: most of its test problems then have a training twin (chapter 7
+    measures how many). ``step_weights`` are the probabilities of 1, 2, 3 and 4 steps; ``knobs``
+    go to ``make_problem``.
     """
     if n_train < 0 or n_test < 0 or len(step_weights) != 4 or min(step_weights) < 0 or sum(step_weights) <= 0:
         raise ValueError("need n_train, n_test >= 0 and four non-negative step_weights")
+    if by not in SPLITS_BY:
+        raise ValueError(f"by must be one of {SPLITS_BY}, got {by!r}")
+    key = computation if by == "computation" else (lambda p: p["question"])
     rng = random.Random(seed)
     train, test, seen_test = [], [], set()
     tries = 0
@@ -140,7 +161,7 @@ def make_splits(n_train: int, n_test: int, seed: int = 0, step_weights=(0.3, 0.3
             raise ValueError("could not draw enough distinct problems: widen the knobs")
         steps = rng.choices((1, 2, 3, 4), weights=step_weights)[0]
         p = make_problem(rng, steps, **knobs)
-        if _in_test(p["question"], 0.2):
+        if _in_test(key(p), 0.2):
             if len(test) < n_test and p["question"] not in seen_test:
                 seen_test.add(p["question"])
                 test.append(p)

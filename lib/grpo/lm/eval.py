@@ -57,10 +57,15 @@ def rewards(problems, texts) -> np.ndarray:
     return np.array([[reward(t, p["answer"]) for t in row] for p, row in zip(problems, texts, strict=True)])
 
 
+SCORES = ("verifier", "strict", "short")
+
+
 def score(problem: dict, text: str, kind: str = "verifier", max_new_tokens: int = 96,
           length: int = 0) -> float:
     """The reward of one completion: the verifier's 0/1, the strict one's (right answer and every
     annotation right), or (the sanity check) 1 - length / budget."""
+    if kind not in SCORES:
+        raise ValueError(f"kind must be one of {SCORES}, got {kind!r}")
     if kind == "short":
         return 1.0 - length / max_new_tokens
     if kind == "strict":

@@ -78,6 +78,10 @@ class LossOptions:
     def values(self):
         return [getattr(self, k) for k in self.keys()]
 
+    def loss_options(self) -> dict:
+        """These fields as a dict: ``grpo_loss(..., **cfg.loss_options())``."""
+        return {k: getattr(self, k) for k in self.keys()}
+
 
 PRESETS = {
     # DeepSeekMath (Shao et al. 2024), eq. 3 and sec. 4.2: z-scored advantages, 1/|o_i|, KL 0.04.

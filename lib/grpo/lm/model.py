@@ -10,8 +10,9 @@ Sampling (what GRPO needs)
     ``sample(model, prompt_ids, n, max_new_tokens, temperature, top_p, generator, eos_id)``
     -> ``tokens, logprobs, mask``, each (len(prompt_ids) * n, L) with L <= max_new_tokens. Rows are
     prompt 0's n samples, then prompt 1's, and so on. ``logprobs[b, t]`` is log pi(token | prefix)
-    under softmax(logits / temperature), the full distribution before top-p truncation: the same
-    number ``token_logprobs`` gives, so GRPO's pi_old needs no second forward pass. ``mask`` is True
+    under the distribution the token was drawn from, softmax(logits / temperature) (renormalised
+    over the top-p set when top_p < 1): at top_p = 1, the number ``token_logprobs`` gives, so GRPO's
+    pi_old needs no second forward pass. ``mask`` is True
     on generated tokens up to and including ``<eos>``; after it, tokens are ``pad_id`` and log-probs 0.
     ``greedy=True`` takes the argmax (log-probs then at temperature 1); ``use_cache=False`` recomputes
     the whole prefix at every step (slow; it checks the cache).
@@ -23,7 +24,14 @@ Sampling (what GRPO needs)
     It reads any logits through ``logprobs_at_temperature``, the book's one home for log-probs at a
     temperature (chapter 8's loss and the Hugging Face path use it too).
 ``save(model, path)`` / ``load(path)``
-    safetensors checkpoints with the config in the header: byte-stable across runs.
+    safetensors checkpoints with the config in the header: byte-stable across runs and CPUs.
+
+Precision. The model computes in float64 (``DTYPE``): every CPU's kernels (MKL's, ATen's,
+whichever SIMD path they pick) then agree to about 1e-15, far below anything that could change a
+sampled token, so a run re-executed on another machine samples the same tokens and prints the same
+numbers. In float32 the kernels' differences (about 1e-7) flip a sampled token within a few hundred
+updates, and from there the run is another run (README, "Reproducible on any x86-64 CPU").
+Checkpoints store float32, which rounds those 1e-15 differences away.
 """
 from __future__ import annotations
 
@@ -37,6 +45,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 from safetensors.torch import load_file, save_file
 
+DTYPE = torch.float64        # the small models' compute precision (see the module docstring)
+CHECKPOINT_DTYPE = torch.float32
 
 @dataclass(frozen=True)
 class GPTConfig:
@@ -63,16 +73,27 @@ class Block(nn.Module):
     def __init__(self, cfg: GPTConfig):
         super().__init__()
         self.n_head = cfg.n_head
-        self.ln1 = nn.LayerNorm(cfg.d_model)
-        self.qkv = nn.Linear(cfg.d_model, 3 * cfg.d_model, bias=False)
-        self.proj = nn.Linear(cfg.d_model, cfg.d_model, bias=False)
-        self.ln2 = nn.LayerNorm(cfg.d_model)
-        self.fc = nn.Linear(cfg.d_model, cfg.mlp_ratio * cfg.d_model, bias=False)
-        self.fc_out = nn.Linear(cfg.mlp_ratio * cfg.d_model, cfg.d_model, bias=False)
+        self.ln1 = nn.LayerNorm(cfg.d_model, dtype=DTYPE)
+        self.qkv = nn.Linear(cfg.d_model, 3 * cfg.d_model, bias=False, dtype=DTYPE)
+        self.proj = nn.Linear(cfg.d_model, cfg.d_model, bias=False, dtype=DTYPE)
+        self.ln2 = nn.LayerNorm(cfg.d_model, dtype=DTYPE)
+        self.fc = nn.Linear(cfg.d_model, cfg.mlp_ratio * cfg.d_model, bias=False, dtype=DTYPE)
+        self.fc_out = nn.Linear(cfg.mlp_ratio * cfg.d_model, cfg.d_model, bias=False, dtype=DTYPE)
+
+    def heads(self, x):
+        """Queries, keys and values of ``x`` (B, T, C), each (B, n_head, T, C / n_head)."""
+        B, T, C = x.shape
+        return self.qkv(self.ln1(x)).view(B, T, 3, self.n_head, C // self.n_head).permute(2, 0, 3, 1, 4)
+
+    def finish(self, x, y):
+        """The rest of the block, from the attention's output ``y`` (B, n_head, T, C / n_head)."""
+        B, T, C = x.shape
+        x = x + self.proj(y.transpose(1, 2).reshape(B, T, C))
+        return x + self.fc_out(F.gelu(self.fc(self.ln2(x))))
 
     def forward(self, x, attn_mask=None, cache=None, cache_pos=0):
-        B, T, C = x.shape
-        q, k, v = self.qkv(self.ln1(x)).view(B, T, 3, self.n_head, C // self.n_head).permute(2, 0, 3, 1, 4)
+        q, k, v = self.heads(x)
+        T = x.shape[1]
         if cache is not None:                          # write this step's keys/values, attend to all so far
             cache[0][:, :, cache_pos:cache_pos + T] = k
             cache[1][:, :, cache_pos:cache_pos + T] = v
@@ -84,8 +105,7 @@ class Block(nn.Module):
             y = torch.softmax(att.masked_fill(~attn_mask, float("-inf")), dim=-1) @ v
         else:
             y = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask)
-        x = x + self.proj(y.transpose(1, 2).reshape(B, T, C))
-        return x + self.fc_out(F.gelu(self.fc(self.ln2(x))))
+        return self.finish(x, y)
 
 
 class GPT(nn.Module):
@@ -94,10 +114,10 @@ class GPT(nn.Module):
     def __init__(self, cfg: GPTConfig):
         super().__init__()
         self.cfg = cfg
-        self.tok_emb = nn.Embedding(cfg.vocab_size, cfg.d_model)
-        self.pos_emb = nn.Embedding(cfg.max_len, cfg.d_model)
+        self.tok_emb = nn.Embedding(cfg.vocab_size, cfg.d_model, dtype=DTYPE)
+        self.pos_emb = nn.Embedding(cfg.max_len, cfg.d_model, dtype=DTYPE)
         self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layer))
-        self.ln_f = nn.LayerNorm(cfg.d_model)
+        self.ln_f = nn.LayerNorm(cfg.d_model, dtype=DTYPE)
         for name, p in self.named_parameters():        # GPT-2 init, residual projections scaled down
             if p.dim() == 2:
                 residual = name.endswith(("proj.weight", "fc_out.weight"))
@@ -155,13 +175,48 @@ def _check_prompts(model, prompt_ids, max_new_tokens):
     return [list(map(int, p)) for p in prompt_ids]
 
 
+def _left_padded(prompts, pad_id):
+    """Prompts left-padded to one length P: ids (U, P), the valid-key mask (U, P), each row's
+    length and positions (padding gets position 0), and the prompt's attention mask (U, P, P)."""
+    U, P = len(prompts), max(len(p) for p in prompts)
+    ids = torch.full((U, P), pad_id, dtype=torch.long)
+    valid = torch.zeros(U, P, dtype=torch.bool)
+    for i, p in enumerate(prompts):
+        ids[i, P - len(p):] = torch.tensor(p)
+        valid[i, P - len(p):] = True
+    plen = valid.sum(1)
+    pos = (torch.arange(P) - (P - plen)[:, None]).clamp(min=0)
+    causal = torch.tril(torch.ones(P, P, dtype=torch.bool))
+    mask = (causal & valid[:, None, :]) | torch.eye(P, dtype=torch.bool)   # pad queries see themselves
+    return ids, valid, plen, pos, mask
+
+
+def _choose(logits, temperature, top_p, greedy, race):
+    """The next token of each row and its log-prob under the distribution it was drawn from:
+    softmax(logits / T), renormalised over the top-p set when top_p < 1; the argmax when greedy."""
+    logp = torch.log_softmax(logits / temperature, dim=-1)
+    if greedy:
+        tok = logp.argmax(-1)
+        return tok, logp.gather(-1, tok[:, None])[:, 0]
+    if top_p < 1.0:                                    # keep the smallest set with mass >= top_p
+        sp, si = logp.exp().sort(-1, descending=True)
+        drop = torch.zeros_like(sp, dtype=torch.bool).scatter(-1, si, sp.cumsum(-1) - sp >= top_p)
+        logp = torch.log_softmax(logp.masked_fill(drop, float("-inf")), dim=-1)
+    # exponential race: argmax p_i / E_i with E_i ~ Exp(1) samples i with probability p_i
+    tok = (logp.exp() / race).argmax(-1)
+    return tok, logp.gather(-1, tok[:, None])[:, 0]
+
+
 @torch.no_grad()
 def sample(model, prompt_ids, n=1, max_new_tokens=64, temperature=1.0, top_p=1.0, generator=None,
            eos_id=1, pad_id=0, greedy=False, use_cache=True):
     """Sample ``n`` completions of each prompt, batched, with a KV cache. See the module docstring.
 
-    Prompts of different lengths are left-padded; each row gets its own positions and a mask that
-    hides the padding, so a row's result does not depend on the other rows' lengths.
+    Each prompt is run once and its keys and values copied to its ``n`` rows. Prompts of different
+    lengths are left-padded; each row gets its own positions and a mask that hides the padding.
+    Every step draws one Exp(1) per row and token, finished rows included, so a row's tokens do not
+    depend on the other rows; rows that have finished are dropped from the batch once a quarter of
+    it has.
     """
     prompts = _check_prompts(model, prompt_ids, max_new_tokens)
     if not greedy and not (temperature > 0 and math.isfinite(temperature)):
@@ -171,68 +226,82 @@ def sample(model, prompt_ids, n=1, max_new_tokens=64, temperature=1.0, top_p=1.0
     if n < 1:
         raise ValueError(f"n must be >= 1, got {n}")
     temperature = 1.0 if greedy else float(temperature)
-    rows = [p for p in prompts for _ in range(n)]
-    B, P = len(rows), max(len(p) for p in rows)
-    ids = torch.full((B, P), pad_id, dtype=torch.long)
-    valid = torch.zeros(B, P + max_new_tokens, dtype=torch.bool)     # keys a row may attend to
-    for b, p in enumerate(rows):
-        ids[b, P - len(p):] = torch.tensor(p)
-        valid[b, P - len(p):] = True
-    plen = torch.tensor([len(p) for p in rows])
-    pos = (torch.arange(P) - (P - plen)[:, None]).clamp(min=0)          # per-row positions
-    causal = torch.tril(torch.ones(P, P, dtype=torch.bool))
-    mask = (causal & valid[:, None, :P]) | torch.eye(P, dtype=torch.bool)    # pad queries see themselves
-    cfg = model.cfg
-    hd = cfg.d_model // cfg.n_head
-    caches = None
-    if use_cache:
-        caches = [(torch.empty(B, cfg.n_head, P + max_new_tokens, hd),
-                   torch.empty(B, cfg.n_head, P + max_new_tokens, hd)) for _ in range(cfg.n_layer)]
-        logits = model(ids, pos, mask[:, None], caches, 0)[:, -1]
-    else:
-        logits = model(ids, pos, mask[:, None])[:, -1]
+    if not use_cache:
+        return _sample_uncached(model, prompts, n, max_new_tokens, temperature, top_p, generator, eos_id,
+                                pad_id, greedy)
+    cfg, B = model.cfg, len(prompts) * n
+    ids, valid, plen, pos, mask = _left_padded(prompts, pad_id)
+    P, hd = ids.shape[1], cfg.d_model // cfg.n_head
+    dtype = model.tok_emb.weight.dtype
+    prefix = [(torch.empty(len(prompts), cfg.n_head, P, hd, dtype=dtype),
+               torch.empty(len(prompts), cfg.n_head, P, hd, dtype=dtype)) for _ in range(cfg.n_layer)]
+    logits = model(ids, pos, mask[:, None], prefix, 0)[:, -1]      # each prompt once ...
+    caches = [(torch.empty(B, cfg.n_head, P + max_new_tokens, hd, dtype=dtype),
+               torch.empty(B, cfg.n_head, P + max_new_tokens, hd, dtype=dtype)) for _ in range(cfg.n_layer)]
+    for (k, v), (kp, vp) in zip(caches, prefix):                    # ... its keys and values to its n rows
+        k[:, :, :P].view(len(prompts), n, *kp.shape[1:]).copy_(kp[:, None])
+        v[:, :, :P].view(len(prompts), n, *vp.shape[1:]).copy_(vp[:, None])
+    logits, plen = logits.repeat_interleave(n, 0), plen.repeat_interleave(n, 0)
+    keys = torch.cat([valid, torch.zeros(len(prompts), max_new_tokens, dtype=torch.bool)], 1)
+    keys = keys.repeat_interleave(n, 0)               # the keys each row may attend to
     out_tok = torch.full((B, max_new_tokens), pad_id, dtype=torch.long)
-    out_lp = torch.zeros(B, max_new_tokens)
+    out_lp = torch.zeros(B, max_new_tokens, dtype=logits.dtype)
+    rows = torch.arange(B)                            # the batch's rows, as indices into the output
     alive = torch.ones(B, dtype=torch.bool)
-    seq = ids
     for t in range(max_new_tokens):
-        logp = torch.log_softmax(logits.float() / temperature, dim=-1)
-        if greedy:
-            tok = logp.argmax(-1)
-        else:
-            probs = logp.exp()
-            if top_p < 1.0:                            # keep the smallest set with mass >= top_p
-                sp, si = probs.sort(-1, descending=True)
-                drop = sp.cumsum(-1) - sp >= top_p
-                probs = probs.scatter(-1, si, sp.masked_fill(drop, 0.0))
-            # exponential race: argmax p_i / E_i with E_i ~ Exp(1) samples i with probability p_i
-            race = torch.empty_like(probs).exponential_(generator=generator)
-            tok = (probs / race).argmax(-1)
-        out_tok[alive, t] = tok[alive]
-        out_lp[alive, t] = logp.gather(-1, tok[:, None])[:, 0][alive]
+        race = None if greedy else torch.empty(B, logits.shape[-1], dtype=logits.dtype).exponential_(
+            generator=generator)[rows]
+        tok, lp = _choose(logits, temperature, top_p, greedy, race)
+        out_tok[rows[alive], t], out_lp[rows[alive], t] = tok[alive], lp[alive]
         alive &= tok != eos_id
         if not alive.any() or t == max_new_tokens - 1:
             break
-        valid[:, P + t] = True
-        step_pos = (plen + t)[:, None]
-        if use_cache:
-            logits = model(tok[:, None], step_pos, valid[:, None, None, :P + t + 1], caches, P + t)[:, -1]
-        else:
-            seq = torch.cat([seq, tok[:, None]], 1)
-            T = seq.shape[1]
-            full_pos = torch.cat([pos, plen[:, None] + torch.arange(t + 1)], 1)
-            causal = torch.tril(torch.ones(T, T, dtype=torch.bool))
-            m = (causal & valid[:, None, :T]) | torch.eye(T, dtype=torch.bool)
-            logits = model(seq, full_pos, m[:, None])[:, -1]
-    L = t + 1
-    out_tok, out_lp = out_tok[:, :L], out_lp[:, :L]
-    gen_mask = torch.zeros(B, L, dtype=torch.bool)
-    for b in range(B):                                 # generated tokens up to and including <eos>
-        hit = (out_tok[b] == eos_id).nonzero()
-        gen_mask[b, :(int(hit[0]) + 1 if len(hit) else L)] = True
-    out_tok[~gen_mask] = pad_id
-    out_lp[~gen_mask] = 0.0
-    return out_tok, out_lp, gen_mask
+        if alive.sum() <= 0.75 * len(rows):           # drop finished rows: move the live ones up
+            keep = alive.nonzero()[:, 0]
+            rows, tok, plen, keys, alive = rows[keep], tok[keep], plen[keep], keys[keep], alive[keep]
+            for k, v in caches:
+                k[:len(keep), :, :P + t], v[:len(keep), :, :P + t] = k[keep, :, :P + t], v[keep, :, :P + t]
+            caches = [(k[:len(keep)], v[:len(keep)]) for k, v in caches]
+        keys[:, P + t] = True
+        step_keys = keys[:, None, None, :P + t + 1]
+        logits = model(tok[:, None], (plen + t)[:, None], step_keys, caches, P + t)[:, -1]
+    return _finish_sample(out_tok[:, :t + 1], out_lp[:, :t + 1], eos_id, pad_id)
+
+
+def _sample_uncached(model, prompts, n, max_new_tokens, temperature, top_p, generator, eos_id, pad_id,
+                     greedy):
+    """``sample`` without a cache: every step recomputes every row's whole prefix (slow; the tests
+    check the cached sampler against it, draw for draw)."""
+    ids, valid, plen, pos, _ = _left_padded([p for p in prompts for _ in range(n)], pad_id)
+    B, P = ids.shape
+    out_tok = torch.full((B, max_new_tokens), pad_id, dtype=torch.long)
+    out_lp = torch.zeros(B, max_new_tokens, dtype=model.tok_emb.weight.dtype)
+    alive = torch.ones(B, dtype=torch.bool)
+    seq = ids
+    for t in range(max_new_tokens):
+        T = seq.shape[1]
+        keys = torch.cat([valid, torch.ones(B, T - P, dtype=torch.bool)], 1)
+        causal = torch.tril(torch.ones(T, T, dtype=torch.bool))
+        m = (causal & keys[:, None, :]) | torch.eye(T, dtype=torch.bool)
+        full_pos = torch.cat([pos, plen[:, None] + torch.arange(T - P)], 1)
+        logits = model(seq, full_pos, m[:, None])[:, -1]
+        race = None if greedy else torch.empty_like(logits).exponential_(generator=generator)
+        tok, lp = _choose(logits, temperature, top_p, greedy, race)
+        out_tok[alive, t], out_lp[alive, t] = tok[alive], lp[alive]
+        alive &= tok != eos_id
+        if not alive.any() or t == max_new_tokens - 1:
+            break
+        seq = torch.cat([seq, tok[:, None]], 1)
+    return _finish_sample(out_tok[:, :t + 1], out_lp[:, :t + 1], eos_id, pad_id)
+
+
+def _finish_sample(out_tok, out_lp, eos_id, pad_id):
+    """(tokens, logprobs, mask): mask is True on generated tokens up to and including <eos>."""
+    L = out_tok.shape[1]
+    hit = out_tok == eos_id
+    first = torch.where(hit.any(1), hit.int().argmax(1) + 1, L)
+    gen_mask = torch.arange(L)[None, :] < first[:, None]
+    return out_tok.masked_fill(~gen_mask, pad_id), out_lp.masked_fill(~gen_mask, 0.0), gen_mask
 
 
 def greedy(model, prompt_ids, max_new_tokens=64, eos_id=1, pad_id=0):
@@ -257,7 +326,7 @@ def join(prompt_ids, n, tokens, mask, pad_id=0, logprobs=None):
     T = max(len(p) + k for p, k in zip(rows, lens))
     ids = torch.full((len(rows), T), pad_id, dtype=torch.long)
     cmask = torch.zeros(len(rows), T, dtype=torch.bool)
-    old = torch.zeros(len(rows), T)
+    old = torch.zeros(len(rows), T, dtype=logprobs[0].dtype if logprobs is not None else DTYPE)
     for b, (p, k) in enumerate(zip(rows, lens)):
         ids[b, :len(p)] = torch.tensor(p)
         ids[b, len(p):len(p) + k] = tokens[b][:k]
@@ -299,19 +368,92 @@ def token_logprobs(model, ids, mask, temperature=1.0, entropy: bool = False):
     return (lp, F.pad(ent, (1, 0)) * mask) if entropy else lp
 
 
+def completion_logprobs(model, prompt_ids, n, tokens, mask, temperature=1.0, entropy: bool = False,
+                        pad_id: int = 0, chunk: int = 64):
+    """log pi(tokens[r, t] | prompt, tokens[r, :t]) at ``temperature`` for ``sample``'s layout: rows
+    are prompt 0's ``n`` completions, then prompt 1's; ``tokens`` and ``mask`` (B*n, L), log-probs
+    (B*n, L), 0 off the mask (with ``entropy=True``, also pi's entropy there: a pair).
+
+    The same numbers as ``token_logprobs`` on the joined sequences, computed as GRPO needs them:
+    each prompt runs once and its n completions attend to its keys and values, and completions of
+    similar length go through together (``chunk`` rows at a time, each padded only to its own
+    longest), so no compute goes to a prompt's copies or to padding. Differentiable.
+    """
+    prompts = _check_prompts(model, prompt_ids, 1)
+    N, L = tokens.shape
+    if mask.shape != tokens.shape or N != len(prompts) * n or L < 1:
+        raise ValueError(f"{len(prompts)} prompts x n = {n} need tokens and mask of one shape "
+                         f"({len(prompts) * n}, L >= 1), got {tuple(tokens.shape)} and {tuple(mask.shape)}")
+    if not mask[:, 0].all() or (mask[:, 1:] & ~mask[:, :-1]).any():
+        raise ValueError("each completion's mask must be True on its first tokens and False after them")
+    ids_p, valid, plen, pos_p, mask_p = _left_padded(prompts, pad_id)
+    group = torch.arange(N) // n
+    lengths = mask.sum(1)
+    order = torch.argsort(lengths, stable=True)
+    chunks = [order[i:i + chunk] for i in range(0, N, chunk)]
+    widths = [int(lengths[c].max()) for c in chunks]            # each chunk's longest completion
+    xp = model.tok_emb(ids_p) + model.pos_emb(pos_p)
+    xs = [model.tok_emb(tokens[c, :w - 1]) + model.pos_emb(plen[group[c], None] + torch.arange(w - 1))
+          for c, w in zip(chunks, widths)]                      # inputs 0..w-2 predict tokens 1..w-1
+    keys = [torch.cat([valid[group[c], None, :].expand(-1, w - 1, -1),
+                       torch.tril(torch.ones(w - 1, w - 1, dtype=torch.bool)).expand(len(c), -1, -1)], 2)
+            for c, w in zip(chunks, widths)]                    # the prompt's tokens, then causal
+    for block in model.blocks:
+        qp, kp, vp = block.heads(xp)
+        for i, c in enumerate(chunks):
+            if widths[i] > 1:
+                q, k, v = block.heads(xs[i])
+                k, v = torch.cat([kp[group[c]], k], 2), torch.cat([vp[group[c]], v], 2)
+                y = F.scaled_dot_product_attention(q, k, v, attn_mask=keys[i][:, None])
+                xs[i] = block.finish(xs[i], y)
+        xp = block.finish(xp, F.scaled_dot_product_attention(qp, kp, vp, attn_mask=mask_p[:, None]))
+    logp = torch.zeros(N, L, dtype=xp.dtype)
+    ent = torch.zeros(N, L, dtype=xp.dtype)
+    for c, w, x in zip(chunks, widths, xs):
+        states = torch.cat([xp[group[c], -1:], x], 1)          # the prompt's last state predicts token 0
+        lp, e = logprobs_at_temperature(F.linear(model.ln_f(states), model.tok_emb.weight), tokens[c, :w],
+                                        temperature)
+        logp = logp.index_put((c[:, None], torch.arange(w)), lp * mask[c, :w])
+        ent = ent.index_put((c[:, None], torch.arange(w)), e * mask[c, :w])
+    return (logp, ent) if entropy else logp
+
+
 # ----------------------------------------------------------------------------- checkpoints
 
-def save(model, path) -> None:
-    """Write the weights and config as safetensors (same bytes for the same weights)."""
-    state = {k: v.detach().contiguous() for k, v in model.state_dict().items()}
-    save_file(state, str(path), metadata={"config": json.dumps(asdict(model.cfg), sort_keys=True)})
+def save(model, path) -> bool:
+    """Write the weights (as float32) and config as safetensors: the same bytes for the same
+    weights. A file that already holds these weights to float32 rounding (the same config, every
+    value within one float32 step) is left as it is, so a re-run on another CPU, whose float64
+    weights can differ in the 15th digit, rewrites nothing. Returns whether it wrote."""
+    from pathlib import Path
+    state = {k: v.detach().to(CHECKPOINT_DTYPE).contiguous() for k, v in model.state_dict().items()}
+    config = json.dumps(asdict(model.cfg), sort_keys=True)
+    if Path(path).exists() and _same_checkpoint(path, state, config):
+        return False
+    save_file(state, str(path), metadata={"config": config})
+    return True
+
+
+def _same_checkpoint(path, state: dict, config: str) -> bool:
+    from safetensors import safe_open
+    with safe_open(str(path), framework="pt") as f:
+        if f.metadata().get("config") != config or set(f.keys()) != set(state):
+            return False
+        for k, v in state.items():
+            old = f.get_tensor(k)
+            if old.shape != v.shape or old.dtype != v.dtype:
+                return False
+            step = torch.nextafter(old.abs(), torch.full_like(old, float("inf"))) - old.abs()
+            if ((old - v).abs() > step).any():              # more than one float32 step apart
+                return False
+    return True
 
 
 def load(path) -> GPT:
-    """A ``GPT`` from a checkpoint written by ``save``, in eval mode."""
+    """A ``GPT`` from a checkpoint written by ``save``, in eval mode, computing in ``DTYPE``."""
     from safetensors import safe_open
     with safe_open(str(path), framework="pt") as f:
         cfg = GPTConfig(**json.loads(f.metadata()["config"]))
     model = GPT(cfg)
-    model.load_state_dict(load_file(str(path)))
+    model.load_state_dict({k: v.to(DTYPE) for k, v in load_file(str(path)).items()})
     return model.eval()

@@ -18,16 +18,18 @@ import numbers
 import random
 import time
 from dataclasses import asdict, dataclass
+from typing import NamedTuple
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 
 from grpo.pool import parallel_map
 
-from .data import PROTOCOL, encode_problem, reference_answer, strict_reward
+from .data import PROTOCOL, encode_problem, reference_answer, reward, strict_reward
 from .eval import completions, evaluate, outcomes, pass_at_k, rewards, score  # noqa: F401  (re-exported)
 from .grpo import ADVANTAGES, AGGREGATIONS, LossOptions, dynamic_sampling, grpo_update
-from .model import join, sample, token_logprobs
+from .model import DTYPE, completion_logprobs, sample
 from .train import SFTConfig, length_batches, sft, sft_loss
 
 
@@ -46,6 +48,7 @@ class RunConfig(LossOptions):
     dynamic_sampling: bool = False     # DAPO: refill the batch with groups that are not all-equal
     grad_clip: float = 1.0
     reward: str = "verifier"           # "verifier" | "strict" (and every <<a=b>> right) | "short" (sanity)
+    #                                    | "random": Bernoulli at the batch's verifier success rate
     eval_every: int = 20
     eval_problems: int = 500
     eval_samples: int = 4              # sampled completions per held-out problem (pass@1 at T)
@@ -94,7 +97,7 @@ def _check_config(cfg: RunConfig, train=None, test=None) -> None:
     if cfg.eps_high is not None and not (number(cfg.eps_high) and cfg.eps_high > 0):
         bad("eps_high", "None or a finite number > 0")
     choices = {"advantage": ADVANTAGES, "aggregation": AGGREGATIONS,
-               "reward": ("verifier", "strict", "short"), "answer_format": ("worked", "answer_only")}
+               "reward": REWARDS, "answer_format": ("worked", "answer_only")}
     for name, allowed in choices.items():
         if getattr(cfg, name) not in allowed:
             bad(name, f"one of {allowed}")
@@ -110,8 +113,58 @@ def _check_config(cfg: RunConfig, train=None, test=None) -> None:
             reference_answer(p["answer"])
 
 
-LOG_KEYS = ("iteration", "reward_mean", "degenerate_fraction", "entropy_mean", "kl_mean", "clip_fraction",
-            "completion_length_mean", "sample_s", "ref_s", "update_s")
+LOG_KEYS = ("iteration", "reward_mean", "verifier_reward_mean", "degenerate_fraction", "entropy_mean",
+            "kl_mean", "clip_fraction", "completion_length_mean", "sample_s", "ref_s", "update_s")
+
+
+REWARDS = ("verifier", "strict", "short", "random")
+
+
+class Group(NamedTuple):
+    """One prompt and its G sampled completions: what the sampler and the verifier give GRPO."""
+    prompt: list                       # the question's token ids
+    tokens: torch.Tensor               # (G, L) completions, padded after <eos>
+    logp_old: torch.Tensor             # (G, L) the sampler's log-probs: pi_old's, at the sampling T
+    mask: torch.Tensor                 # (G, L) True on completion tokens, <eos> included
+    rewards: torch.Tensor              # (G,) the rewards GRPO trains on
+    verifier: torch.Tensor             # (G,) the verifier's 0/1 (the rewards, unless cfg.reward differs)
+
+
+def sample_groups(policy, tok, problems, cfg: RunConfig, generator, coins: random.Random) -> list[Group]:
+    """G completions of each problem, sampled at ``cfg.temperature`` and scored (``score``). With
+    ``cfg.reward="random"`` the rewards ignore the answers: each is 1 with probability the batch's
+    verifier success rate (``coins`` flips them), so the expected gradient carries no signal."""
+    prompts = [encode_problem(tok, p)[0] for p in problems]
+    tokens, logp, mask = sample(policy, prompts, cfg.G, cfg.max_new_tokens, cfg.temperature,
+                                generator=generator, eos_id=tok.eos_id)
+    texts = [tok.decode(t[m].tolist()) for t, m in zip(tokens, mask)]
+    kind = "verifier" if cfg.reward == "random" else cfg.reward
+    r = torch.tensor([score(problems[i // cfg.G], x, kind, cfg.max_new_tokens, int(m.sum()))
+                      for i, (x, m) in enumerate(zip(texts, mask))], dtype=DTYPE).reshape(-1, cfg.G)
+    right = torch.tensor([reward(x, problems[i // cfg.G]["answer"]) for i, x in enumerate(texts)],
+                         dtype=DTYPE).reshape(-1, cfg.G) if kind != "verifier" else r
+    if cfg.reward == "random":
+        rate = float(right.mean())
+        flips = [float(coins.random() < rate) for _ in range(r.numel())]
+        r = torch.tensor(flips, dtype=DTYPE).reshape(r.shape)
+    rows = [slice(i * cfg.G, (i + 1) * cfg.G) for i in range(len(problems))]
+    return [Group(prompts[i], tokens[s], logp[s], mask[s], r[i], right[i]) for i, s in enumerate(rows)]
+
+
+def _stack(groups: list[Group]):
+    """One batch from groups of possibly different widths: prompts, then (B*G, L) tokens, logp_old
+    and mask (padded to the widest), and (B, G) rewards."""
+    L = max(g.tokens.shape[1] for g in groups)
+    pad = [(0, L - g.tokens.shape[1]) for g in groups]
+    return ([g.prompt for g in groups], torch.cat([F.pad(g.tokens, w) for g, w in zip(groups, pad)]),
+            torch.cat([F.pad(g.logp_old, w) for g, w in zip(groups, pad)]),
+            torch.cat([F.pad(g.mask, w) for g, w in zip(groups, pad)]),
+            torch.stack([g.rewards for g in groups]))
+
+
+def _degenerate(groups: list[Group]) -> float:
+    """The share of groups whose G rewards are all equal (zero advantage: no gradient)."""
+    return float(np.mean([bool((g.rewards == g.rewards[0]).all()) for g in groups]))
 
 
 def train_grpo(policy, tok, train: list[dict], test: list[dict], cfg: RunConfig, progress=None) -> dict:
@@ -119,63 +172,52 @@ def train_grpo(policy, tok, train: list[dict], test: list[dict], cfg: RunConfig,
     _check_config(cfg, train, test)
     torch.manual_seed(cfg.seed)
     rng, gen = random.Random(cfg.seed), torch.Generator().manual_seed(cfg.seed)
+    coins = random.Random(cfg.seed + 1_000_003)          # the random reward's own stream
     ref = copy.deepcopy(policy).eval().requires_grad_(False) if cfg.beta > 0 else None
     optimizer = torch.optim.Adam(policy.parameters(), lr=cfg.lr, betas=ADAM_BETAS)
     train = train[:cfg.train_pool] if cfg.train_pool else train
     log, evals = {k: [] for k in LOG_KEYS}, {}
-
-    def draw():
-        """``prompts`` training problems, G completions each: groups (prompt, tokens, logp_old,
-        mask) and their (prompts, G) rewards."""
-        batch = rng.sample(train, cfg.prompts)
-        ids = [encode_problem(tok, p)[0] for p in batch]
-        tokens, logp, mask = sample(policy, ids, cfg.G, cfg.max_new_tokens, cfg.temperature,
-                                    generator=gen, eos_id=tok.eos_id)
-        texts = [tok.decode(t[m].tolist()) for t, m in zip(tokens, mask)]
-        r = torch.tensor([score(batch[i // cfg.G], x, cfg.reward, cfg.max_new_tokens, int(m.sum()))
-                          for i, (x, m) in enumerate(zip(texts, mask))]).reshape(-1, cfg.G)
-        rows = [slice(i * cfg.G, (i + 1) * cfg.G) for i in range(len(batch))]
-        draws.append(([(ids[i], tokens[s], logp[s], mask[s]) for i, s in enumerate(rows)], r))
-        return draws[-1]
-
-    def logprobs(rows):
-        """pi_theta's log-probs (with grad) and entropies on ``rows`` of this iteration's batch."""
-        return token_logprobs(policy, ids[rows], cmask[rows], cfg.temperature, entropy=True)
-
     if cfg.eval_at_start:
         _evaluate_into(evals, 0, policy, tok, train, test, cfg)
     for it in range(1, cfg.iterations + 1):
         for group in optimizer.param_groups:
             group["lr"] = cfg.lr * min(1.0, it / cfg.warmup) if cfg.warmup else cfg.lr
 
-        # 1. Sample and score; the sampler's log-probs are pi_old's. DAPO refills with informative groups.
-        t0, draws = time.process_time(), []
+        # 1. Sample and score G completions per prompt; the sampler's log-probs are pi_old's.
+        t0 = time.process_time()
         policy.eval()
-        groups, r = dynamic_sampling(draw, cfg.prompts)[:2] if cfg.dynamic_sampling else draw()
-        if not groups:                                   # no informative group in any draw: the last one
-            groups, r = draws[-1]
-        tokens, logp_old, mask = ([row for g in groups for row in g[k]] for k in (1, 2, 3))
-        ids, cmask, old = join([g[0] for g in groups], cfg.G, tokens, mask, logprobs=logp_old)
+        drawn = []                                       # every draw, for the degenerate share
+
+        def draw():
+            drawn.append(sample_groups(policy, tok, rng.sample(train, cfg.prompts), cfg, gen, coins))
+            return drawn[-1], torch.stack([g.rewards for g in drawn[-1]])
+
+        groups = dynamic_sampling(draw, cfg.prompts)[0] if cfg.dynamic_sampling else draw()[0]
+        prompts, tokens, logp_old, mask, scores = _stack(groups or drawn[-1])   # none informative: last
         t1 = time.process_time()
 
         # 2. The frozen reference's log-probs at the sampling temperature (for the KL term).
         with torch.no_grad():
-            logp_ref = None if ref is None else token_logprobs(ref, ids, cmask, cfg.temperature)
+            logp_ref = None if ref is None else completion_logprobs(ref, prompts, cfg.G, tokens, mask,
+                                                                    cfg.temperature)
         t2 = time.process_time()
 
-        # 3. K optimizer steps of the GRPO loss on this batch.
+        # 3. K optimizer steps of the GRPO loss on this batch (pi_theta's log-probs with grad).
         policy.train()
-        stats = grpo_update(logprobs, optimizer, cmask.float(), r.double(), logp_old=old, logp_ref=logp_ref,
-                            reuse=cfg.reuse, max_grad_norm=cfg.grad_clip, max_tokens=cfg.max_new_tokens,
-                            **cfg)
+        stats = grpo_update(
+            lambda rows: completion_logprobs(policy, prompts[rows.start // cfg.G:rows.stop // cfg.G], cfg.G,
+                                             tokens[rows], mask[rows], cfg.temperature, entropy=True),
+            optimizer, mask.to(DTYPE), scores, logp_old=logp_old, logp_ref=logp_ref, reuse=cfg.reuse,
+            max_grad_norm=cfg.grad_clip, max_tokens=cfg.max_new_tokens, **cfg.loss_options())
         policy.eval()
         t3 = time.process_time()
 
         # 4. Log, and now and then evaluate.
-        degenerate = [(d[1] == d[1][:, :1]).all(1).double().mean().item() for d in draws]
-        row = {**stats, "iteration": it, "degenerate_fraction": float(np.mean(degenerate)),
-               "kl_mean": stats.get("kl_mean", float("nan")), "sample_s": t1 - t0, "ref_s": t2 - t1,
-               "update_s": t3 - t2}
+        degenerate = float(np.mean([_degenerate(d) for d in drawn]))
+        verifier = float(np.mean([float(torch.stack([g.verifier for g in d]).mean()) for d in drawn]))
+        row = {**stats, "iteration": it, "degenerate_fraction": degenerate, "verifier_reward_mean": verifier,
+               "kl_mean": stats.get("kl_mean", float("nan")),
+               "sample_s": t1 - t0, "ref_s": t2 - t1, "update_s": t3 - t2}
         for k in LOG_KEYS:
             log[k].append(row[k])
         if it % cfg.eval_every == 0 or it == cfg.iterations:
@@ -225,7 +267,8 @@ class EIConfig:
     G: int = 8
     temperature: float = 0.7
     max_new_tokens: int = 96
-    lr: float = 3e-4                   # chapter 8's continued-SFT control's AdamW settings, constant lr
+    lr: float = 3e-4                   # chapter 8's continued-SFT control's AdamW settings
+    warmup: int = 0                    # iterations of linear lr warm-up (then constant)
     weight_decay: float = 0.1
     betas: tuple = (0.9, 0.95)
     batch_size: int = 32               # one pass over the kept completions, in batches of this size
@@ -255,6 +298,8 @@ def expert_iteration(policy, tok, train: list[dict], test: list[dict], cfg: EICo
     batching = SFTConfig(batch_size=cfg.batch_size)
     log, evals = {"iteration": [], "reward_mean": [], "kept": [], "loss_mean": []}, {}
     for it in range(1, cfg.iterations + 1):
+        for group in opt.param_groups:
+            group["lr"] = cfg.lr * min(1.0, it / cfg.warmup) if cfg.warmup else cfg.lr
         batch = rng.sample(train, cfg.prompts)
         policy.eval()
         texts = completions(policy, tok, batch, n=cfg.G, temperature=cfg.temperature, generator=gen,

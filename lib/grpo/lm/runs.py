@@ -53,43 +53,58 @@ class Stored:
 SWEEP = RunConfig(iterations=120, prompts=32, G=8, temperature=0.7, beta=0.04, eval_every=30,
                   eval_at_start=False)
 SWEEP_LRS = (5e-5, 1.5e-4, 3e-4)
-PLATEAU_SFT = SFTConfig(steps=3000, batch_size=32, lr=3e-4, warmup=20, eval_every=500, eval_problems=200,
-                        seed=1)
+SEEDS = (0, 1)
+# Fixed before any run, so the variants run beside the sweep: its middle lr. Each variant changes
+# one thing against outcome GRPO at this lr, on the same two seeds.
+VARIANT_LR = 1.5e-4
+VARIANT = replace(SWEEP, lr=VARIANT_LR)
+# SFT continued from chapter 7's checkpoint to the end of a 3,000-step cosine schedule.
+LONG_SFT = SFTConfig(steps=3000, batch_size=32, lr=3e-4, warmup=20, eval_every=500, eval_problems=200,
+                     seed=1)
+FROM_LONG_SFT_LRS = (1.5e-5, 5e-5, 1.5e-4)
+FROM_LONG_SFT = replace(SWEEP, iterations=40, eval_every=20, eval_at_start=True)
 PRACTICE = replace(SWEEP, iterations=60, lr=3e-4, beta=0.0, train_pool=64, eval_every=20, eval_at_start=True)
-# The SFT control of the practice probe: the same 64 problems, at GRPO's CPU (6.1 / 0.166 s per step).
+# Practice's SFT controls on the same 64 problems: at GRPO's CPU (6.1 / 0.166 CPU-s a step, as
+# measured in float32 when the probe was designed), and at GRPO's 30 passes over them (60 steps of 32).
 PRACTICE_SFT = SFTConfig(steps=2200, batch_size=32, lr=3e-4, warmup=20, eval_every=2200, eval_problems=200,
                          seed=1)
+PRACTICE_SFT_EPOCHS = replace(PRACTICE_SFT, steps=60, warmup=5, eval_every=60)
+EXPERT_ITERATION = EIConfig(iterations=200, warmup=10)
+EI_LRS = (3e-5, 1e-4)
 
 RUNS: dict[str, Stored] = {
     "start": Stored("evaluate", train_pool=64, note="chapter 7's worked-solution model, scored"),
-    **{f"grpo_lr{lr:g}": Stored("grpo", replace(SWEEP, lr=lr), note="the lr x length sweep")
-       for lr in SWEEP_LRS},
-    "expert_iteration": Stored("expert_iteration", EIConfig(iterations=200),
-                               note="sample 32 x 8, keep the right ones, one SFT pass; at GRPO's CPU"),
-    "expert_iteration_strict": Stored("expert_iteration", EIConfig(iterations=200, keep="strict"),
-                                      note="the same, keeping only samples whose every calculation is right"),
+    **{f"grpo_lr{lr:g}" + (f"_seed{seed}" if seed else ""):
+       Stored("grpo", replace(SWEEP, lr=lr, seed=seed), note="the lr x length sweep")
+       for lr in SWEEP_LRS for seed in SEEDS},
+    **{"strict_reward" + (f"_seed{seed}" if seed else ""):
+       Stored("grpo", replace(VARIANT, reward="strict", seed=seed),
+              note="reward: the verifier AND every annotation right")
+       for seed in SEEDS},
+    **{"length_constant" + (f"_seed{seed}" if seed else ""):
+       Stored("grpo", replace(VARIANT, aggregation="constant", seed=seed),
+              note="Dr. GRPO's length normalisation: the token sum over a constant, not 1/|o_i|")
+       for seed in SEEDS},
+    "raw_advantage": Stored("grpo", replace(VARIANT, advantage="raw"),
+                            note="GRPO with 0/1 advantages (no baseline): between expert iteration and GRPO"),
+    "random_reward": Stored("grpo", replace(VARIANT, reward="random"),
+                            note="a reward that ignores the answer: Bernoulli at the batch's success rate"),
+    **{f"expert_iteration_lr{lr:g}": Stored("expert_iteration", replace(EXPERT_ITERATION, lr=lr),
+                                           note="sample 32 x 8, keep the right ones, one SFT pass")
+       for lr in EI_LRS},
     "practice_grpo": Stored("grpo", PRACTICE, note="GRPO on 64 training problems, over and over"),
-    "practice_sft": Stored("sft", PRACTICE_SFT, train_pool=64, note="SFT on the same 64 problems"),
-    "plateau_sft": Stored("sft", PLATEAU_SFT, save_as=PLATEAU_CHECKPOINT,
-                          note="SFT continued to its plateau: 3,000 more steps"),
+    "practice_sft": Stored("sft", PRACTICE_SFT, train_pool=64,
+                           note="SFT on the same 64 problems, GRPO's CPU"),
+    "practice_sft_epochs": Stored("sft", PRACTICE_SFT_EPOCHS, train_pool=64,
+                                  note="SFT on the same 64 problems, GRPO's 30 passes over them"),
+    "plateau_sft": Stored("sft", LONG_SFT, save_as=PLATEAU_CHECKPOINT,
+                          note="SFT continued to the end of a 3,000-step cosine schedule"),
+    **{f"from_long_sft_lr{lr:g}": Stored("grpo", replace(FROM_LONG_SFT, lr=lr), start="plateau",
+                                        note="GRPO from the long-SFT model")
+       for lr in FROM_LONG_SFT_LRS},
+    "from_long_sft_random": Stored("grpo", replace(FROM_LONG_SFT, lr=5e-5, reward="random"), start="plateau",
+                                   note="from the long-SFT model, a reward that ignores the answer"),
 }
-
-
-# The sweep's choice on validation (final greedy accuracy on the first 500 held-out problems, ties
-# broken by sampled accuracy: 5e-5 and 1.5e-4 both ended at 0.426 greedy), run with a second seed.
-CHOSEN_LR = 5e-5
-RUNS[f"grpo_lr{CHOSEN_LR:g}_seed1"] = Stored("grpo", replace(SWEEP, lr=CHOSEN_LR, seed=1),
-                                             note="the lr chosen on validation, a second seed")
-# Fixed before the sweep ran, so that they could run beside it: its middle lr.
-SECOND_LR = 1.5e-4
-RUNS.update({
-    "strict_reward": Stored("grpo", replace(SWEEP, lr=SECOND_LR, reward="strict"),
-                            note="reward: the verifier AND every annotation right"),
-    **{f"plateau_T{t:g}": Stored("grpo", replace(SWEEP, lr=SECOND_LR, iterations=40, eval_every=20,
-                                                 temperature=t, eval_at_start=True), start="plateau",
-                                 note="GRPO from the plateaued SFT model")
-       for t in (0.7, 1.0)},
-})
 
 
 def _bits(a) -> str:
@@ -176,12 +191,11 @@ def stored_config(run: dict):
     return _CONFIGS[run["kind"]](**fields)
 
 
-def replay(name: str, n: int = 2) -> tuple[dict, dict]:
-    """``(stored, now)``: the first ``n`` iterations (SFT: steps, n <= its warm-up) of a stored
-    run's log, and the same rows computed now by re-running it from its start; timings left out.
-    Equal to the last bit when this code produced the stored file."""
-    stored, spec = load_run(name), RUNS[name]
-    cfg = stored_config(stored)
+def rerun(name: str, n: int = 2) -> dict:
+    """The first ``n`` iterations (SFT: steps, n <= its warm-up) of a registry entry's log, computed
+    now from its start with its registry config; timings left out."""
+    spec = RUNS[name]
+    cfg = spec.config
     torch.set_num_threads(1)
     model, tok = start_model(spec)
     train, val = PROTOCOL.splits()
@@ -199,8 +213,19 @@ def replay(name: str, n: int = 2) -> tuple[dict, dict]:
         log = {"step": history["step"], "loss": history["loss"]}
     else:
         raise ValueError(f"{name!r} is an evaluation, with no log to replay")
-    keep = [k for k in stored["log"] if k not in TIMINGS]
-    return {k: stored["log"][k][:n] for k in keep}, {k: log[k][:n] for k in keep}
+    return {k: v[:n] for k, v in log.items() if k not in TIMINGS}
+
+
+def replay(name: str, n: int = 2) -> tuple[dict, dict]:
+    """``(stored, now)``: the first ``n`` rows of a stored run's log and the same rows computed now
+    (``rerun``). The same result (``grpo.results.mismatches`` finds nothing) when this code, on any
+    CPU, produced the stored file."""
+    stored = load_run(name)
+    if stored_config(stored) != RUNS[name].config:
+        raise ValueError(f"{name}: the stored config is not the registry's: re-run it "
+                         f"(`python -m grpo.lm.runs {name}`)")
+    now = rerun(name, n)
+    return {k: stored["log"][k][:n] for k in now}, now
 
 
 def rescore(name: str, n: int = 256) -> tuple[dict, dict]:

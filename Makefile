@@ -12,7 +12,7 @@ PAGES := $(sort $(wildcard book/*.ipynb))   # executed front and back matter (la
 include .ci/determinism.env
 export $(shell sed -n 's/^\([A-Z_][A-Z0-9_]*\)=.*/\1/p' .ci/determinism.env)
 
-.PHONY: help book test lint unit nbval book-strict browser lab execute bench full clean
+.PHONY: help book test fingerprint lint unit nbval book-strict browser lab execute bench full clean
 
 help:
 	@echo "make book     build the HTML book from the stored notebook outputs"
@@ -34,8 +34,12 @@ book: $(STAMP)
 	$(BIN)/jupyter-book build . --quiet
 	@echo "The book is at file://$(CURDIR)/_build/html/index.html"
 
-test: lint unit nbval book-strict browser
+test: fingerprint lint unit nbval book-strict browser
 	@echo "make test: all passed"
+
+# The CPU and the kernel paths its libraries chose, first: README, "Reproducible on any x86-64 CPU".
+fingerprint: $(STAMP)
+	@$(BIN)/python -m grpo.machine
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

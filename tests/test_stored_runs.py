@@ -1,6 +1,7 @@
-"""Chapter 8's stored runs (``data/runs/``, written by ``python -m grpo.lm.runs``, ``make full``):
-each one's first iterations re-run now must match its stored log to the last bit, its config must
-be the registry's, and its per-problem outcomes must be complete."""
+"""The stored runs (``data/runs/``, written by ``python -m grpo.lm.runs``, ``make full``): each
+one's first iterations re-run now must be the same result as its stored log (``grpo.results.
+mismatches``: equal counts, floats within 1e-9, on any CPU), its config must be the registry's,
+and its per-problem outcomes must be complete."""
 import json
 
 import numpy as np
@@ -9,6 +10,7 @@ import pytest
 from grpo.lm import runs
 from grpo.lm.data import PROTOCOL, step_count
 from grpo.pool import parallel_map
+from grpo.results import RTOL, mismatches
 
 STORED = sorted(p.stem for p in runs.RUNS_DIR.glob("*.json"))
 REPLAYED = [n for n in STORED if runs.RUNS[n].kind != "evaluate"]
@@ -32,8 +34,7 @@ def test_every_registry_entry_is_stored():
 def test_stored_log_is_what_the_code_produces(name, replays):
     stored, now = replays[name]
     assert stored and all(len(v) == 2 for v in stored.values())
-    for key in stored:                  # as JSON text: exact floats, and NaN (no KL term) equals NaN
-        assert json.dumps(now[key]) == json.dumps(stored[key]), f"{name}: {key}: {stored[key]} != {now[key]}"
+    assert not mismatches(stored, now), f"{name}: " + "; ".join(mismatches(stored, now))
 
 
 @pytest.mark.parametrize("name", STORED)
@@ -72,14 +73,24 @@ def test_rescore_takes_only_a_model_on_disk_and_whole_batches():
 
 
 def test_a_changed_log_fails_the_replay(tmp_path, monkeypatch):
-    """The replay compares: one changed digit in a stored reward is caught."""
+    """The replay compares: a stored KL moved by 100 times the tolerance is caught."""
     name = next(n for n in REPLAYED if runs.RUNS[n].kind == "grpo")
     run = runs.load_run(name)
-    run["log"]["reward_mean"][1] += 1e-12
+    run["log"]["kl_mean"][1] *= 1 + 100 * RTOL
     (tmp_path / f"{name}.json").write_text(json.dumps(run))
     monkeypatch.setattr(runs, "RUNS_DIR", tmp_path)
     stored, now = runs.replay(name, n=2)
-    assert json.dumps(stored["reward_mean"]) != json.dumps(now["reward_mean"])
+    assert [m for m in mismatches(stored, now) if m.startswith("kl_mean[1]")]
+
+
+def test_a_changed_code_fails_the_replay(monkeypatch):
+    """A change to the code far smaller than any real one (Adam's beta2 0.99 -> 0.9899, which first
+    acts on the second step) moves the third iteration's floats by far more than the tolerance."""
+    import grpo.lm.rl as rl
+    name = next(n for n in REPLAYED if runs.RUNS[n].kind == "grpo")
+    monkeypatch.setattr(rl, "ADAM_BETAS", (0.9, 0.9899))
+    stored, now = runs.replay(name, n=3)
+    assert [m for m in mismatches(stored, now) if "[2]" in m]
 
 
 def test_decode_round_trips():

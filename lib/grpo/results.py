@@ -2,6 +2,11 @@
 
 The directory is ``data/results`` under the repository root (found from this file's location
 upward, by the ``pyproject.toml`` next to ``lib/``), or ``$GRPO_RESULTS_DIR`` when that is set.
+
+``mismatches(a, b)`` is the book's one definition of "the same result" for a re-run: equal
+structure, equal strings, ints and bools, and floats within ``RTOL`` of each other (NaN equals
+NaN). The small models compute in float64, and other CPUs' kernels move their floats by about
+1e-15; any change to the code moves them by far more than ``RTOL`` (the tests show both).
 """
 from __future__ import annotations
 
@@ -12,6 +17,8 @@ from pathlib import Path
 import numpy as np
 
 ENV_VAR = "GRPO_RESULTS_DIR"
+RTOL = 1e-9              # how far two runs' floats may differ and still be the same result
+ATOL = 1e-12             # ... near zero
 
 
 def results_dir() -> Path:
@@ -29,6 +36,10 @@ def results_dir() -> Path:
 
 def _plain(value):
     if isinstance(value, dict):
+        keys = [str(k) for k in value]
+        if len(set(keys)) != len(keys):
+            clash = sorted(k for k in set(keys) if keys.count(k) > 1)
+            raise ValueError(f"keys that differ only in type would collide in JSON: {clash}")
         return {str(k): _plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple, np.ndarray)):
         return [_plain(v) for v in value]
@@ -66,3 +77,26 @@ def load_results(name: str) -> dict:
     """Read a chapter's registry back (later chapters compare against earlier ones)."""
     _check_name(name)
     return json.loads((results_dir() / f"{name}.json").read_text())
+
+
+def mismatches(a, b, rtol: float = RTOL, atol: float = ATOL, where: str = "") -> list[str]:
+    """Where ``a`` and ``b`` (JSON-like: dicts, lists, numbers, strings) are not the same result,
+    as readable lines; empty when they are. Floats compare within ``rtol`` / ``atol``."""
+    a, b = _plain(a), _plain(b)
+    if isinstance(a, dict) and isinstance(b, dict):
+        if set(a) != set(b):
+            return [f"{where or 'top'}: keys {sorted(set(a) ^ set(b))} in one only"]
+        return [m for k in a for m in mismatches(a[k], b[k], rtol, atol, f"{where}.{k}" if where else k)]
+    if isinstance(a, list) and isinstance(b, list):
+        if len(a) != len(b):
+            return [f"{where}: {len(a)} items vs {len(b)}"]
+        return [m for i, (x, y) in enumerate(zip(a, b))
+                for m in mismatches(x, y, rtol, atol, f"{where}[{i}]")]
+    if all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (a, b)):
+        if isinstance(a, int) and isinstance(b, int):
+            return [] if a == b else [f"{where}: {a} != {b}"]
+        x, y = float(a), float(b)
+        if (np.isnan(x) and np.isnan(y)) or x == y or abs(x - y) <= atol + rtol * max(abs(x), abs(y)):
+            return []
+        return [f"{where}: {x!r} != {y!r} (relative difference {abs(x - y) / max(abs(x), abs(y)):.1e})"]
+    return [] if a == b and type(a) is type(b) else [f"{where}: {a!r} != {b!r}"]

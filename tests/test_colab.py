@@ -67,6 +67,16 @@ def test_bad_settings_are_refused(url, branch):
         colab.first_cell(None)
 
 
+def test_a_flow_style_repository_mapping_is_read(tmp_path):
+    """Regression: `repository: {url: ..., branch: ...}` gave ('', 'main')."""
+    cfg = tmp_path / "_config.yml"
+    cfg.write_text('title: x\nrepository: {url: "https://github.com/a/b", branch: trunk}\n')
+    assert colab.configured_repository(cfg) == ("https://github.com/a/b", "trunk")
+    cfg.write_text("repository: https://github.com/a/b\n")
+    with pytest.raises(ValueError, match="must be a mapping"):
+        colab.configured_repository(cfg)
+
+
 def test_configured_repository_reads_the_config(tmp_path):
     cfg = tmp_path / "_config.yml"
     cfg.write_text('title: x\nrepository:\n  url: "https://github.com/a/b"  # note\n'

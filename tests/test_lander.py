@@ -473,3 +473,20 @@ def test_each_mode_keeps_the_checkpoint_that_scored_best_in_that_mode():
         track.maybe_evaluate(actor, force=True)
     assert track.best == {"det": 30.0, "sampled": 50.0}
     assert track.best_state["det"]["0.bias"][0] == 1.0 and track.best_state["sampled"]["0.bias"][0] == 0.0
+
+
+def test_gae_with_int_rewards_is_not_truncated():
+    """Regression: GAE wrote float advantages into an array shaped and typed like the rewards."""
+    rewards, dones = np.array([[1], [0], [2]]), np.zeros((3, 1), bool)
+    adv, _ = L.gae(rewards, np.zeros((3, 1)), dones, np.zeros(1), gamma=0.5, lam=0.5)
+    as_float, _ = L.gae(rewards.astype(float), np.zeros((3, 1)), dones, np.zeros(1), gamma=0.5, lam=0.5)
+    assert adv.dtype == np.float64 and np.array_equal(adv, as_float) and adv[0, 0] == 1.125
+
+
+def test_loss_grads_refuse_actions_outside_the_four():
+    logits, ones = np.zeros((2, L.N_ACTIONS)), np.ones(2)
+    for bad in (np.array([0, -1]), np.array([0, 4]), np.array([0.0, 1.0])):
+        with pytest.raises(ValueError, match="actions must be ints"):
+            L.grpo_loss_grad(logits, bad, ones, ones, ones, ones, 0.2, 0.04)
+        with pytest.raises(ValueError, match="actions must be ints"):
+            L.ppo_loss_grad(logits, bad, ones, ones, 0.2, 0.01)

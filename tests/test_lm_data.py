@@ -188,6 +188,16 @@ def test_a_computation_is_its_template_and_numbers():
     assert computation({"question": "Then she gets 3 times as many."}) == "Then _ gets 3 times as many."
 
 
+def test_reword_keeps_the_computation_and_changes_the_words():
+    from grpo.lm.data import PROTOCOL, computation, reword
+    rng = random.Random(0)
+    for p in PROTOCOL.splits()[0][:300]:
+        q = reword(p, rng)
+        assert computation(q) == computation(p) and q["question"] != p["question"]
+        assert extract_answer(q["answer"]) == extract_answer(p["answer"])
+        assert all(a["ok"] for a in check_annotations(q["answer"]))
+
+
 def test_no_held_out_computation_is_in_training():
     """PROTOCOL splits by computation: the test set and the further held-out problems ask only for
     computations training never shows, however reworded (the question split did not: most of its

@@ -98,9 +98,9 @@ def test_hand_computed_kl_and_length_normalisation():
 
 OPTIONS = [dict(), dict(advantage="center"), dict(advantage="raw"), dict(clip=False),
            dict(eps_high=0.28), dict(beta=0.0), dict(beta=0.1), dict(aggregation="token"),
-           dict(aggregation="constant"), dict(aggregation="constant", max_tokens=9),
+           dict(aggregation="constant", max_tokens=6), dict(aggregation="constant", max_tokens=9),
            dict(kl_ratio=True, beta=0.1), dict(kl_ratio=True, aggregation="token"),
-           PRESETS["dr_grpo"], PRESETS["dapo"], PRESETS["grpo"]]
+           {**PRESETS["dr_grpo"], "max_tokens": 6}, PRESETS["dapo"], PRESETS["grpo"]]
 
 
 @pytest.mark.parametrize("options", OPTIONS, ids=[str(o) for o in OPTIONS])
@@ -209,10 +209,11 @@ def test_clip_higher_moves_only_positive_advantage_tokens_in_the_new_band():
 def test_beta_adds_exactly_beta_times_the_aggregated_kl():
     batch = random_batch()
     for aggregation in ("sequence", "token", "constant"):
-        l0, _ = loss_of(batch, beta=0.0, aggregation=aggregation)
-        kl_only = loss_of(random_batch(), beta=1.0, aggregation=aggregation)[0] - \
-            loss_of(random_batch(), beta=0.0, aggregation=aggregation)[0]
-        l1, _ = loss_of(batch, beta=0.04, aggregation=aggregation)
+        budget = {"max_tokens": 6} if aggregation == "constant" else {}
+        l0, _ = loss_of(batch, beta=0.0, aggregation=aggregation, **budget)
+        kl_only = loss_of(random_batch(), beta=1.0, aggregation=aggregation, **budget)[0] - \
+            loss_of(random_batch(), beta=0.0, aggregation=aggregation, **budget)[0]
+        l1, _ = loss_of(batch, beta=0.04, aggregation=aggregation, **budget)
         assert (l1 - l0).item() == pytest.approx(0.04 * kl_only.item(), abs=1e-15)
 
 
@@ -222,8 +223,10 @@ def test_aggregations_agree_when_lengths_agree_and_differ_when_they_do_not():
     seq = grpo_loss(logp, logp_old, logp_ref, full, rewards)[0].item()
     assert grpo_loss(logp, logp_old, logp_ref, full, rewards, aggregation="token")[0].item() == \
         pytest.approx(seq, abs=1e-15)
-    assert grpo_loss(logp, logp_old, logp_ref, full, rewards, aggregation="constant")[0].item() == \
-        pytest.approx(seq, abs=1e-15)
+    assert grpo_loss(logp, logp_old, logp_ref, full, rewards, aggregation="constant",
+                     max_tokens=5)[0].item() == pytest.approx(seq, abs=1e-15)
+    with pytest.raises(ValueError, match="needs max_tokens"):       # no silent padded-width default
+        grpo_loss(logp, logp_old, logp_ref, full, rewards, aggregation="constant")
     assert grpo_loss(logp, logp_old, logp_ref, full, rewards, aggregation="constant",
                      max_tokens=10)[0].item() == pytest.approx(seq / 2, abs=1e-15)
     batch = random_batch(T=5)                               # ragged lengths
@@ -238,7 +241,8 @@ def test_every_preset_is_a_complete_set_of_loss_options():
         assert isinstance(options, LossOptions), name
         assert set(options) == {"advantage", "clip", "eps_low", "eps_high", "beta", "kl_ratio",
                                 "aggregation"}, name
-        loss, _ = grpo_loss(logp, logp_old, logp_ref, mask, rewards, **options)
+        budget = {"max_tokens": logp.shape[1]} if options.aggregation == "constant" else {}
+        loss, _ = grpo_loss(logp, logp_old, logp_ref, mask, rewards, **options, **budget)
         assert torch.isfinite(loss), name
 
 
@@ -321,7 +325,8 @@ def test_grpo_update_in_chunks_takes_the_same_step(aggregation):
         logp_ref = logprobs()[0].detach() - 0.1
         stats = grpo_update(logprobs, torch.optim.SGD([logits], lr=1.0), mask, rewards[[0, 1, 1]],
                             logp_ref=logp_ref, reuse=2, chunk_groups=chunk_groups,
-                            aggregation=aggregation, beta=0.1)
+                            aggregation=aggregation, beta=0.1,
+                            max_tokens=5 if aggregation == "constant" else None)
         results.append((logits.detach(), stats))
     (whole, s_whole), (chunked, s_chunked) = results
     assert (whole - chunked).abs().max() < 1e-14

@@ -63,7 +63,7 @@ def test_score_verifier_and_short():
     assert score(p, "anything", "short", max_new_tokens=10, length=3) == pytest.approx(0.7)
 
 
-@pytest.mark.parametrize("bad, match", [(dict(G=1), "G >= 2"), (dict(lr=0.0), "lr"),
+@pytest.mark.parametrize("bad, match", [(dict(G=1), "G must be an int >= 2"), (dict(lr=0.0), "lr"),
                                         (dict(lr=float("nan")), "lr"), (dict(reuse=0), ">= 1"),
                                         (dict(advantage="median"), "advantage"),
                                         (dict(reward="long"), "reward"),
@@ -84,11 +84,15 @@ def test_score_verifier_and_short():
                                         (dict(eps_high=-0.28), "eps_high .* got -0.28"),
                                         (dict(beta=-0.04), "beta .* got -0.04"),
                                         (dict(beta=float("nan")), "beta .* got nan"),
-                                        (dict(grad_clip=0.0), "grad_clip .* got 0.0")])
-def test_bad_config_is_a_clear_error(setup, bad, match):
-    train, test, tok = setup
+                                        (dict(grad_clip=0.0), "grad_clip .* got 0.0"),
+                                        (dict(dynamic_sampling="no"), "dynamic_sampling .* got 'no'"),
+                                        (dict(clip="off"), "clip .* got 'off'"),
+                                        (dict(kl_ratio="false"), "kl_ratio .* got 'false'"),
+                                        (dict(reuse=2.0), "reuse .* got 2.0")])
+def test_bad_config_is_a_clear_error(bad, match):
+    """A bad setting fails when the config is built, before any model or data exists."""
     with pytest.raises(ValueError, match=match):
-        train_grpo(tiny_model(tok), tok, train, test, RunConfig(**{**TINY, **bad}))
+        RunConfig(**{**TINY, **bad})
 
 
 def test_a_run_is_finite_logged_and_deterministic(setup):
@@ -284,3 +288,23 @@ def test_expert_iteration_strict_keeps_only_right_working(setup, monkeypatch):
     assert strict["log"]["kept"] == [3] and strict["log"]["reward_mean"] == [1.0]
     with pytest.raises(ValueError, match="keep"):
         rl.expert_iteration(tiny_model(tok), tok, train, test, rl.EIConfig(**TINY_EI, keep="any"))
+
+
+def test_the_random_reward_ignores_the_answer(setup, monkeypatch):
+    """reward='random' pays 1 with probability the batch's verifier success rate, whatever the
+    completion: the same rate, and no link to which completions were right."""
+    import random
+    from dataclasses import replace
+
+    import grpo.lm.rl as rl
+    train, test, tok = setup
+    monkeypatch.setattr(rl, "score", lambda problem, text, kind="verifier", *a, **k: float(len(text) % 2))
+    cfg = replace(RunConfig(**TINY), reward="random", prompts=60, G=8)
+    groups = rl.sample_groups(tiny_model(tok), tok, train[:60], cfg, torch.Generator().manual_seed(0),
+                              random.Random(0))
+    right = torch.stack([g.verifier for g in groups]).flatten()
+    paid = torch.stack([g.rewards for g in groups]).flatten()
+    assert set(paid.unique().tolist()) <= {0.0, 1.0} and 0.3 < right.mean() < 0.7
+    assert abs(paid.mean() - right.mean()) < 0.08
+    assert abs(paid[right == 1].mean() - paid[right == 0].mean()) < 0.12
+    assert not torch.equal(paid, right)

@@ -88,9 +88,10 @@ def batch(seed, B=4, G=4, T=8, dtype=torch.float64):
 
 
 # (TRL loss_type, our options): DeepSeekMath's sequence mean, Dr. GRPO's constant, DAPO's tokens
-CASES = [("grpo", dict(PRESETS["grpo"])), ("dr_grpo", dict(PRESETS["dr_grpo"])),
-         ("dapo", dict(PRESETS["dapo"])),
-         ("dr_grpo", {**PRESETS["dr_grpo"], "beta": 0.04}), ("dapo", {**PRESETS["dapo"], "beta": 0.04}),
+# Dr. GRPO's constant is the generation budget: here the batch's width T = 8 (TRL: max_completion_length)
+DR_GRPO = {**PRESETS["dr_grpo"], "max_tokens": 8}
+CASES = [("grpo", dict(PRESETS["grpo"])), ("dr_grpo", DR_GRPO), ("dapo", dict(PRESETS["dapo"])),
+         ("dr_grpo", {**DR_GRPO, "beta": 0.04}), ("dapo", {**PRESETS["dapo"], "beta": 0.04}),
          ("grpo", {**PRESETS["grpo"], "eps_high": 0.28, "advantage": "center"}),
          ("dr_grpo", {**PRESETS["dr_grpo"], "max_tokens": 11})]
 PARITY_TOL = 1e-14
@@ -136,7 +137,7 @@ def test_parity_in_float32(trainer):
         eps_high = options["eps_low"] if options["eps_high"] is None else options["eps_high"]
         theirs = trl_loss(trainer, logp, logp_old, logp_ref, mask,
                           group_advantages(rewards, options["advantage"]).flatten(), loss_type,
-                          options["eps_low"], eps_high, options["beta"])
+                          options["eps_low"], eps_high, options["beta"], options.get("max_tokens"))
         assert abs(ours.item() - theirs.item()) < 1e-6
 
 
@@ -151,7 +152,7 @@ def test_kl_ratio_equals_trls_default_bias_corrected_kl(trainer, loss_type, opti
     try:
         y = logp.clone().requires_grad_()
         theirs = trl_loss(trainer, y, logp_old, logp_ref, mask, advantages, loss_type,
-                          options["eps_low"], eps_high, 0.04)
+                          options["eps_low"], eps_high, 0.04, options.get("max_tokens"))
     finally:
         trainer.args.use_bias_correction_kl = False
     theirs.backward()

@@ -73,3 +73,9 @@ def test_bad_input_is_a_clear_error(before, after, match):
         paired_lift(before, after)
     with pytest.raises(ValueError, match="n_boot"):
         paired_lift(np.zeros(5), np.zeros(5), n_boot=10)
+
+
+def test_one_problem_is_not_an_interval():
+    """Regression: resampling one problem reported [+100, +100] as a significant lift."""
+    with pytest.raises(ValueError, match="at least 2 problems"):
+        paired_lift([0.0], [1.0])

@@ -90,3 +90,12 @@ def test_empty_and_broadcast_inputs_pass_the_checks():
     assert surr.shape == clipped.shape == (0,)
     surr, _ = clipped_surrogate(torch.zeros(2, 3), torch.zeros(2, 3), torch.tensor(1.0))
     assert surr.tolist() == [[1.0] * 3] * 2
+
+
+def test_an_advantage_that_would_broaden_the_shape_is_refused():
+    """Regression: logp (3,) with adv (3, 1) broadcast to a (3, 3) outer product."""
+    logp = torch.zeros(3, dtype=torch.float64)
+    with pytest.raises(ValueError, match="does not broadcast"):
+        clipped_surrogate(logp, logp, torch.ones(3, 1, dtype=torch.float64))
+    surr, _ = clipped_surrogate(torch.zeros(2, 3), torch.zeros(2, 3), torch.ones(2, 1))   # per row: fine
+    assert surr.shape == (2, 3)

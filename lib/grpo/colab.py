@@ -53,17 +53,12 @@ def first_cell(repo_url: str, branch: str = "main") -> str:
 
 def configured_repository(config_path: str | Path | None = None) -> tuple[str, str]:
     """(url, branch) from the ``repository:`` block of ``_config.yml`` (default: the repo's)."""
+    import yaml
     path = Path(config_path) if config_path else Path(__file__).resolve().parents[2] / "_config.yml"
-    text = path.read_text()
-    block = re.search(r"^repository:\n((?:[ \t]+.*\n?)*)", text, re.MULTILINE)
-    if block is None:
-        return "", "main"
-
-    def value(key, default):
-        found = re.search(rf"^\s+{key}:\s*(.*?)\s*(?:#.*)?$", block.group(1), re.MULTILINE)
-        return found.group(1).strip("\"'") if found else default
-
-    return value("url", ""), value("branch", "main")
+    repo = (yaml.safe_load(path.read_text()) or {}).get("repository") or {}
+    if not isinstance(repo, dict):
+        raise ValueError(f"{path}: repository must be a mapping (url, branch), got {repo!r}")
+    return str(repo.get("url") or ""), str(repo.get("branch") or "main")
 
 
 if __name__ == "__main__":

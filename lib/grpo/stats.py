@@ -58,6 +58,9 @@ def paired_lift(before, after, n_boot: int = 4000, seed: int = 0) -> Lift:
     if b.shape[1] != a.shape[1] or b.shape[0] not in (1, a.shape[0]):
         raise ValueError(f"before {b.shape} and after {a.shape} must score the same problems "
                          "(before has 1 row or one row per seed)")
+    if b.shape[1] < 2:
+        raise ValueError(f"a paired interval needs at least 2 problems, got {b.shape[1]}: resampling one "
+                         "problem gives an interval of zero width")
     if n_boot < 100:
         raise ValueError(f"n_boot must be >= 100, got {n_boot}")
     d = 100.0 * (a - b)                                          # (S, P) per-problem lift, points

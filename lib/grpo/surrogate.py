@@ -26,10 +26,12 @@ def _check_surrogate_args(logp, logp_old, adv, eps_low, eps_high):
                          f"and {tuple(logp_old.shape)}")
     if adv.shape != logp.shape:            # (torch.broadcast_shapes costs ~6 us: skip when equal)
         try:
-            torch.broadcast_shapes(adv.shape, logp.shape)
+            shape = torch.broadcast_shapes(adv.shape, logp.shape)
         except RuntimeError:
+            shape = None
+        if shape != logp.shape:            # e.g. logp (3,) with adv (3, 1) would give a (3, 3) outer product
             raise ValueError(f"adv of shape {tuple(adv.shape)} does not broadcast to logp's "
-                             f"{tuple(logp.shape)}") from None
+                             f"{tuple(logp.shape)}")
     for name, eps in (("eps_low", eps_low), ("eps_high", eps_high)):
         if eps is not None and (not isinstance(eps, (int, float)) or not math.isfinite(eps)
                                 or eps < 0):

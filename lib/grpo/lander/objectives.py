@@ -90,7 +90,7 @@ def gae(rewards, values, dones, last_values, gamma: float, lam: float):
     Returns (advantages, value targets = advantages + values).
     """
     T = len(rewards)
-    adv = np.zeros_like(rewards)
+    adv = np.zeros(np.shape(rewards))                  # float, whatever the rewards' dtype
     next_adv, next_v = 0.0, last_values
     for t in reversed(range(T)):
         alive = 1.0 - dones[t]
@@ -121,6 +121,9 @@ def _check_rows(logits, actions, *per_step):
     if np.shape(logits) != (n, N_ACTIONS) or any(np.shape(x) != (n,) for x in per_step):
         raise ValueError(f"logits must be ({n}, {N_ACTIONS}) and every per-step array ({n},), got "
                          f"{np.shape(logits)} and {[np.shape(x) for x in per_step]}")
+    a = np.asarray(actions)
+    if a.dtype.kind not in "iu" or (n and (a.min() < 0 or a.max() >= N_ACTIONS)):
+        raise ValueError(f"actions must be ints in [0, {N_ACTIONS}), got {a[:8]}")
 
 
 def _logits_grad(logp_all, actions, d_logp) -> np.ndarray:

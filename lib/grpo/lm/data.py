@@ -128,6 +128,27 @@ def computation(problem: dict) -> str:
     return _SURFACE.sub("_", problem["question"])
 
 
+def reword(problem: dict, rng: random.Random) -> dict:
+    """The same computation in other words: the person, the friend and the object drawn afresh (with
+    the new person's pronouns), the numbers and the solution's arithmetic unchanged."""
+    words = _SURFACE.findall(problem["question"])
+    names = [n for n, _, _ in NAMES]
+    person = next(w for w in words if w in names)
+    friend = next((w for w in words if w in names and w != person), None)
+    obj = next(w for w in words if w in OBJECTS)
+    new_person = rng.choice([n for n in NAMES if n[0] not in (person, friend)])
+    new_friend = rng.choice([n for n, _, _ in NAMES if n not in (person, friend, new_person[0])])
+    new = {person: new_person[0], obj: rng.choice([o for o in OBJECTS if o != obj]),
+           "she": new_person[1], "he": new_person[1], "her": new_person[2], "him": new_person[2],
+           "She": new_person[1].capitalize(), "He": new_person[1].capitalize()}
+    if friend:
+        new[friend] = new_friend
+
+    def swap(text):
+        return _SURFACE.sub(lambda m: new.get(m.group(), m.group()), text)
+    return {"question": swap(problem["question"]), "answer": swap(problem["answer"])}
+
+
 def _in_test(key: str, test_fraction: float) -> bool:
     digest = hashlib.sha256(key.encode()).digest()
     return int.from_bytes(digest[:8], "big") / 2**64 < test_fraction

@@ -43,6 +43,7 @@ import numpy as np
 import torch
 
 from grpo.objectives import grpo_advantages
+from grpo import checks
 from grpo.kl import kl_k3
 from grpo.surrogate import clipped_surrogate
 
@@ -63,6 +64,16 @@ class LossOptions:
     beta: float = 0.04                 # k3 KL to the frozen reference, in the loss
     kl_ratio: bool = False             # weight k3 by the ratio (TRL's use_bias_correction_kl)
     aggregation: str = "sequence"      # "sequence" (1/|o_i|) | "token" (DAPO) | "constant" (Dr. GRPO)
+
+    def __post_init__(self):
+        name = type(self).__name__
+        checks.choice(f"{name}.advantage", self.advantage, ADVANTAGES)
+        checks.boolean(f"{name}.clip", self.clip)
+        checks.number(f"{name}.eps_low", self.eps_low, minimum=0, maximum=1, low_open=True, high_open=True)
+        checks.optional(checks.positive, f"{name}.eps_high", self.eps_high)
+        checks.non_negative(f"{name}.beta", self.beta)
+        checks.boolean(f"{name}.kl_ratio", self.kl_ratio)
+        checks.choice(f"{name}.aggregation", self.aggregation, AGGREGATIONS)
 
     def keys(self):
         return [f.name for f in fields(LossOptions)]
@@ -154,7 +165,7 @@ def grpo_loss(logp, logp_old, logp_ref, mask, rewards, *, advantage: str = "zsco
     elif aggregation == "token":
         loss = (per_token * m).sum() / lengths.sum()
     else:
-        loss = (per_token * m).sum() / (N * (max_tokens or mask.shape[1]))
+        loss = (per_token * m).sum() / (N * max_tokens)
 
     with torch.no_grad():
         r = rewards.detach()
@@ -295,6 +306,9 @@ def _check_loss_inputs(logp, logp_old, logp_ref, mask, rewards, beta, aggregatio
         raise ValueError("beta > 0 needs logp_ref, the reference log-probs")
     if aggregation not in AGGREGATIONS:
         raise ValueError(f"aggregation must be one of {AGGREGATIONS}, got {aggregation!r}")
+    if aggregation == "constant" and max_tokens is None:
+        raise ValueError("aggregation='constant' needs max_tokens, the generation budget: dividing by "
+                         "the batch's padded width would make the loss depend on the padding")
     if max_tokens is not None and not (isinstance(max_tokens, int)
                                        and max_tokens >= int(mask.sum(1).max())):
         raise ValueError(f"max_tokens must be an int >= the longest completion "

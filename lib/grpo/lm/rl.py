@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import copy
 import math
-import numbers
 import random
 import time
 from dataclasses import asdict, dataclass
@@ -24,13 +23,17 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from grpo import checks
 from grpo.pool import parallel_map
 
 from .data import PROTOCOL, encode_problem, reference_answer, reward, strict_reward
 from .eval import completions, evaluate, outcomes, pass_at_k, rewards, score  # noqa: F401  (re-exported)
-from .grpo import ADVANTAGES, AGGREGATIONS, LossOptions, dynamic_sampling, grpo_update
+from .grpo import LossOptions, dynamic_sampling, grpo_update
 from .model import DTYPE, completion_logprobs, sample
 from .train import SFTConfig, length_batches, sft, sft_loss
+
+
+REWARDS = ("verifier", "strict", "short", "random")
 
 
 @dataclass(frozen=True)
@@ -60,6 +63,24 @@ class RunConfig(LossOptions):
     answer_format: str = "worked"      # run_all's start: "worked" (chapter 7) | "answer_only" (its twin)
     seed: int = 0
 
+    def __post_init__(self):
+        """Every setting, at construction: a ValueError naming the field and its value."""
+        super().__post_init__()
+        for name, low in (("iterations", 0), ("prompts", 1), ("G", 2), ("reuse", 1), ("eval_every", 1),
+                          ("eval_problems", 1), ("eval_samples", 1), ("max_new_tokens", 1), ("warmup", 0),
+                          ("final_samples", 0), ("held_out", 0), ("train_pool", 0), ("seed", 0)):
+            checks.integer(f"RunConfig.{name}", getattr(self, name), minimum=low)
+        for name in ("lr", "temperature", "eval_temperature"):
+            checks.positive(f"RunConfig.{name}", getattr(self, name))
+        checks.optional(checks.positive, "RunConfig.grad_clip", self.grad_clip)
+        for name in ("dynamic_sampling", "eval_at_start"):
+            checks.boolean(f"RunConfig.{name}", getattr(self, name))
+        checks.choice("RunConfig.reward", self.reward, REWARDS)
+        checks.choice("RunConfig.answer_format", self.answer_format, ("worked", "answer_only"))
+        if 0 < self.train_pool < self.prompts:
+            raise ValueError(f"RunConfig.train_pool must be 0 (all) or >= prompts = {self.prompts}, "
+                             f"got {self.train_pool}")
+
 
 # Adam's (beta1, beta2) here: beta2 0.99 rather than PyTorch's 0.999, so the second-moment estimate
 # forgets within ~100 steps, the length of these runs. The Hugging Face path keeps TRL's defaults.
@@ -67,42 +88,7 @@ ADAM_BETAS = (0.9, 0.99)
 
 
 def _check_config(cfg: RunConfig, train=None, test=None) -> None:
-    """Every setting, before any compute: a ValueError naming the field and its value."""
-    def bad(name, need):
-        raise ValueError(f"RunConfig.{name} must be {need}, got {getattr(cfg, name)!r}")
-
-    def number(x):
-        return isinstance(x, numbers.Real) and not isinstance(x, bool) and math.isfinite(x)
-
-    for name in ("iterations", "prompts", "G", "reuse", "eval_every", "eval_problems", "eval_samples",
-                 "max_new_tokens", "warmup", "final_samples", "held_out", "train_pool", "seed"):
-        if not isinstance(getattr(cfg, name), numbers.Integral) or isinstance(getattr(cfg, name), bool):
-            bad(name, "an int")
-    if cfg.G < 2:
-        raise ValueError(f"a group needs G >= 2 completions, got G = {cfg.G}")
-    for name in ("prompts", "reuse", "eval_every", "eval_problems", "eval_samples", "max_new_tokens"):
-        if getattr(cfg, name) < 1:
-            bad(name, ">= 1")
-    for name in ("iterations", "warmup", "final_samples", "held_out", "train_pool"):
-        if getattr(cfg, name) < 0:
-            bad(name, ">= 0")
-    for name in ("lr", "temperature", "eval_temperature", "grad_clip"):
-        value = getattr(cfg, name)
-        if not (number(value) and value > 0) and not (name == "grad_clip" and value is None):
-            bad(name, "a finite number > 0" + (" or None" if name == "grad_clip" else ""))
-    if not (number(cfg.beta) and cfg.beta >= 0):
-        bad("beta", "a finite number >= 0")
-    if not (number(cfg.eps_low) and 0 < cfg.eps_low < 1):
-        bad("eps_low", "in (0, 1)")
-    if cfg.eps_high is not None and not (number(cfg.eps_high) and cfg.eps_high > 0):
-        bad("eps_high", "None or a finite number > 0")
-    choices = {"advantage": ADVANTAGES, "aggregation": AGGREGATIONS,
-               "reward": REWARDS, "answer_format": ("worked", "answer_only")}
-    for name, allowed in choices.items():
-        if getattr(cfg, name) not in allowed:
-            bad(name, f"one of {allowed}")
-    if 0 < cfg.train_pool < cfg.prompts:
-        bad("train_pool", f"0 (all) or >= prompts = {cfg.prompts}")
+    """The data a run needs, before any compute (the config checked itself at construction)."""
     if train is not None and len(train[:cfg.train_pool or None]) < cfg.prompts:
         raise ValueError(f"{len(train[:cfg.train_pool or None])} training problems cannot fill a batch "
                          f"of prompts = {cfg.prompts}")
@@ -115,9 +101,6 @@ def _check_config(cfg: RunConfig, train=None, test=None) -> None:
 
 LOG_KEYS = ("iteration", "reward_mean", "verifier_reward_mean", "degenerate_fraction", "entropy_mean",
             "kl_mean", "clip_fraction", "completion_length_mean", "sample_s", "ref_s", "update_s")
-
-
-REWARDS = ("verifier", "strict", "short", "random")
 
 
 class Group(NamedTuple):

@@ -59,8 +59,9 @@ RESCORED = [n for n in STORED if runs.RUNS[n].kind == "evaluate" or runs.RUNS[n]
 
 @pytest.mark.parametrize("name", RESCORED)
 def test_stored_outcomes_are_what_the_model_scores(name):
-    """Chapter 8 pairs its runs against the stored start: its first 256 held-out outcomes, scored
-    again now from the checkpoint, are the stored ones to the bit."""
+    """Every stored run whose model is on disk (the start, the long SFT, the variants' reference GRPO
+    runs): its first 256 held-out outcomes, scored again now from the checkpoint, are the stored
+    ones to the bit (chapters 8 and 10 pair their runs against these)."""
     stored, now = runs.rescore(name, n=256)
     assert stored["greedy"] and now == stored
 

@@ -17,6 +17,8 @@ import math
 
 import torch
 
+from . import checks
+
 
 def _check_surrogate_args(logp, logp_old, adv, eps_low, eps_high):
     if not all(isinstance(x, torch.Tensor) for x in (logp, logp_old, adv)):
@@ -32,10 +34,8 @@ def _check_surrogate_args(logp, logp_old, adv, eps_low, eps_high):
         if shape != logp.shape:            # e.g. logp (3,) with adv (3, 1) would give a (3, 3) outer product
             raise ValueError(f"adv of shape {tuple(adv.shape)} does not broadcast to logp's "
                              f"{tuple(logp.shape)}")
-    for name, eps in (("eps_low", eps_low), ("eps_high", eps_high)):
-        if eps is not None and (not isinstance(eps, (int, float)) or not math.isfinite(eps)
-                                or eps < 0):
-            raise ValueError(f"{name} must be a finite number >= 0, got {eps!r}")
+    checks.non_negative("eps_low", eps_low)
+    checks.optional(checks.non_negative, "eps_high", eps_high)
     if eps_low >= 1:
         raise ValueError(f"eps_low must be < 1 (rho cannot fall below 0), got {eps_low}")
     for name, x in (("logp", logp), ("logp_old", logp_old), ("adv", adv)):

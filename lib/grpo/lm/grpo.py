@@ -36,7 +36,6 @@ precision (tests/test_lm_trl.py).
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, fields
 
 import numpy as np
@@ -300,8 +299,7 @@ def _check_loss_inputs(logp, logp_old, logp_ref, mask, rewards, beta, aggregatio
     if empty:
         raise ValueError(f"completion(s) {empty} are empty (no mask tokens): every completion "
                          "has at least one token, its end-of-sequence")
-    if not (isinstance(beta, (int, float)) and math.isfinite(beta) and beta >= 0):
-        raise ValueError(f"beta must be a finite number >= 0, got {beta!r}")
+    checks.non_negative("beta", beta)
     if beta > 0 and logp_ref is None:
         raise ValueError("beta > 0 needs logp_ref, the reference log-probs")
     if aggregation not in AGGREGATIONS:

@@ -46,7 +46,7 @@ class Stored:
     config: object = None               # RunConfig | EIConfig | SFTConfig (None: "evaluate")
     start: str = "worked"               # "worked": chapter 7's checkpoint | "plateau": PLATEAU_CHECKPOINT
     train_pool: int = 0                 # "sft": train on the first N training problems only; also score them
-    save_as: str = ""                   # "sft": write the final weights to data/models/<save_as>
+    save_as: str = ""                   # write the final weights to data/models/<save_as>
     note: str = field(default="", compare=False)
 
 
@@ -75,7 +75,8 @@ EI_LRS = (3e-5, 1e-4)
 RUNS: dict[str, Stored] = {
     "start": Stored("evaluate", train_pool=64, note="chapter 7's worked-solution model, scored"),
     **{f"grpo_lr{lr:g}" + (f"_seed{seed}" if seed else ""):
-       Stored("grpo", replace(SWEEP, lr=lr, seed=seed), note="the lr x length sweep")
+       Stored("grpo", replace(SWEEP, lr=lr, seed=seed), note="the lr x length sweep",
+              save_as=f"10_grpo_lr{lr:g}_seed{seed}.safetensors" if lr == VARIANT_LR else "")
        for lr in SWEEP_LRS for seed in SEEDS},
     **{"strict_reward" + (f"_seed{seed}" if seed else ""):
        Stored("grpo", replace(VARIANT, reward="strict", seed=seed),
@@ -144,6 +145,7 @@ def run(name: str) -> dict:
     if spec.kind == "grpo":
         result = train_grpo(model, tok, train, val, spec.config)
         out.update(log=result["log"], evals=result["evals"])
+        model.load_state_dict(result["state"])
     elif spec.kind == "expert_iteration":
         result = expert_iteration(model, tok, train, val, spec.config)
         out.update(log=result["log"], evals=result["evals"])
@@ -152,8 +154,9 @@ def run(name: str) -> dict:
         history = sft(model, tok, pool, val, spec.config)
         out.update(log={"step": history["step"], "loss": history["loss"]},
                    evals={"step": history["eval_step"], "greedy": history["eval_greedy"]})
-        if spec.save_as:
-            save(model, MODELS_DIR / spec.save_as)
+    if spec.save_as:            # scored as stored: the float32 weights rescore() reads back
+        save(model, MODELS_DIR / spec.save_as)
+        model = load_sft(checkpoint=spec.save_as)[0]
     pool = spec.train_pool or getattr(spec.config, "train_pool", 0)
     if pool:                                                      # the practised problems' own outcomes
         out["pool"] = held_out_outcomes(model, tok, train[:pool])
@@ -230,12 +233,12 @@ def replay(name: str, n: int = 2) -> tuple[dict, dict]:
 
 def rescore(name: str, n: int = 256) -> tuple[dict, dict]:
     """``(stored, now)``: the first ``n`` held-out outcomes of a stored run whose model is on disk
-    (the evaluated start, or an SFT run that saved its weights), and the same problems scored now.
+    (the evaluated start, or a run that saved its weights), and the same problems scored now.
     With ``n`` a multiple of 256 every generation batch is as it was, so the two are equal to the bit."""
     spec = RUNS.get(name)
     if spec is None or not (spec.kind == "evaluate" or spec.save_as):
-        raise ValueError(f"{name!r} has no model on disk to re-score: choose the start or an SFT run "
-                         "that saves its weights")
+        raise ValueError(f"{name!r} has no model on disk to re-score: choose the start or a run "
+                         "that saves its weights (save_as)")
     if n < 256 or n % 256 or n > HELD_OUT:
         raise ValueError(f"n must be a multiple of 256 in [256, {HELD_OUT}], got {n}")
     torch.set_num_threads(1)

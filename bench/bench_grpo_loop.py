@@ -1,5 +1,7 @@
 """Where chapter 8's compute goes: one GRPO iteration split into sampling, the reference forward
-pass and the update, against one SFT step; and how the split moves with G and model size.
+pass and the update, against one SFT step; and how the split moves with G and model size. Side by
+side, the same iteration of the loop as it stood at BASELINE (float32, each prompt's keys computed
+G times, log-probs on the full padded sequences), run from that commit's lib in a subprocess.
 
 All CPU seconds (time.process_time), one torch thread, fastest of 3 repetitions. Writes
 data/bench/08_grpo_loop.json (`make bench`), which chapter 8 reads to size its continued-SFT control
@@ -7,6 +9,9 @@ data/bench/08_grpo_loop.json (`make bench`), which chapter 8 reads to size its c
 """
 import json
 import os
+import subprocess
+import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -17,8 +22,10 @@ from grpo.lm.model import GPT, GPTConfig, sample
 from grpo.lm.rl import RunConfig, train_grpo
 from grpo.lm.train import SFTConfig, load_sft, sft
 
-OUT = Path(__file__).resolve().parents[1] / "data" / "bench" / "08_grpo_loop.json"
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "data" / "bench" / "08_grpo_loop.json"
 REPEATS = 3
+BASELINE = "245f0dd"      # the loop before the float64 precision and the grouped forward passes
 torch.set_num_threads(1)
 
 
@@ -36,6 +43,27 @@ def grpo_iteration(model, tok, train, test, **kw):
     cfg = RunConfig(iterations=REPEATS, eval_every=10_000, eval_problems=1, eval_samples=1, **kw)
     log = train_grpo(model, tok, train, test, cfg)["log"]
     return {k: round(min(log[k]), 3) for k in ("sample_s", "ref_s", "update_s")}
+
+
+def baseline_iteration(rev: str = BASELINE) -> dict | str:
+    """The same ``grpo_iteration`` with the lib as it was at commit ``rev`` (from git, into a temp
+    dir, run in a subprocess under this process's pins) on today's checkpoint, or why it could not
+    run."""
+    with tempfile.TemporaryDirectory() as tmp:
+        archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "lib"], capture_output=True)
+        if archive.returncode != 0:
+            return f"not measured: git archive {rev} failed ({archive.stderr.decode().strip()[:200]})"
+        subprocess.run(["tar", "-x", "-C", tmp], input=archive.stdout, check=True)
+        (Path(tmp) / "data").symlink_to(ROOT / "data")       # the same model for both loops
+        code = ("import sys, json; sys.path.insert(0, %r); import bench_grpo_loop as b; "
+                "from grpo.lm.train import load_sft; from grpo.lm.data import PROTOCOL; "
+                "m, tok = load_sft(); tr, te = PROTOCOL.splits(); "
+                "print(json.dumps(b.grpo_iteration(m, tok, tr, te)))") % str(Path(__file__).parent)
+        env = {**os.environ, "PYTHONPATH": str(Path(tmp) / "lib")}
+        run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+        if run.returncode != 0:
+            return f"not measured: {run.stderr.strip()[-300:]}"
+        return json.loads(run.stdout.strip().splitlines()[-1])
 
 
 def shape_split(cfg, rows=256, prompt=30, new=50):
@@ -67,6 +95,10 @@ def main():
               "torch": torch.__version__}
     # one iteration of chapter 8's main run (32 prompts x 8, beta 0.04), and G at 32 prompts
     result["grpo_iteration_cpu_s"] = grpo_iteration(load_sft()[0], tok, train, test)
+    result["baseline"] = {"commit": BASELINE, "grpo_iteration_cpu_s": baseline_iteration()}
+    if isinstance(result["baseline"]["grpo_iteration_cpu_s"], dict):
+        result["baseline"]["speedup"] = round(sum(result["baseline"]["grpo_iteration_cpu_s"].values())
+                                              / sum(result["grpo_iteration_cpu_s"].values()), 2)
     result["grpo_iteration_by_G"] = {G: grpo_iteration(load_sft()[0], tok, train, test, G=G)
                                      for G in (4, 8, 16)}
     # one step of chapter 7's SFT (batch 32), the continued-SFT control's unit of work

@@ -16,6 +16,18 @@ def show_source(obj) -> None:
     print(inspect.getsource(obj))
 
 
+def show_config(cfg) -> None:
+    """Print a config dataclass one field a line (a long repr scrolls off any page)."""
+    from dataclasses import fields, is_dataclass
+    if not is_dataclass(cfg):
+        raise ValueError(f"show_config takes a dataclass instance, got {type(cfg).__name__}")
+    width = max(len(f.name) for f in fields(cfg))
+    print(f"{type(cfg).__name__}(")
+    for f in fields(cfg):
+        print(f"    {f.name:<{width}} = {getattr(cfg, f.name)!r},")
+    print(")")
+
+
 def markdown_table(header, rows) -> Markdown:
     """A Markdown table from a header and rows of already-formatted cells (str() of each)."""
     if isinstance(header, str) or isinstance(rows, str) or any(isinstance(r, str) for r in rows):

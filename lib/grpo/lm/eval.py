@@ -102,6 +102,11 @@ def evaluate(model, tok, problems, samples: int = 4, temperature: float = 0.7, s
 def pass_at_k(correct, k: int) -> float:
     """Unbiased pass@k (Chen et al. 2021) from a (problems, n) 0/1 array, n >= k: the chance that at
     least one of k answers drawn without replacement from a problem's n is right, averaged."""
+    return float(pass_at_k_per_problem(correct, k).mean())
+
+
+def pass_at_k_per_problem(correct, k: int) -> np.ndarray:
+    """``pass_at_k`` for each problem, (problems,) in [0, 1]: what a paired test of pass@k needs."""
     correct = np.asarray(correct)
     if correct.ndim != 2 or correct.shape[0] == 0:
         raise ValueError(f"correct must be a (problems, n) array with at least one problem, got shape "
@@ -113,7 +118,7 @@ def pass_at_k(correct, k: int) -> float:
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= n:
         raise ValueError(f"need 1 <= k <= n = {n}, got k = {k}")
     c = correct.sum(1)
-    return float(np.mean([1.0 - math.comb(n - int(ci), k) / math.comb(n, k) for ci in c]))
+    return np.array([1.0 - math.comb(n - int(ci), k) / math.comb(n, k) for ci in c])
 
 
-__all__ = ["completions", "rewards", "score", "outcomes", "evaluate", "pass_at_k"]
+__all__ = ["completions", "rewards", "score", "outcomes", "evaluate", "pass_at_k", "pass_at_k_per_problem"]

@@ -235,11 +235,16 @@ def _evaluate_into(evals, it, policy, tok, train, test, cfg) -> None:
 
 
 def continued_sft(model, tok, train, test, cfg: SFTConfig, eval_problems: int = 500, eval_samples: int = 4,
-                  eval_temperature: float = 0.7) -> dict:
-    """The control: more SFT from the same checkpoint, evaluated as ``train_grpo`` evaluates."""
+                  eval_temperature: float = 0.7, held_out: int = 0) -> dict:
+    """The control: more SFT from the same checkpoint, evaluated as ``train_grpo`` evaluates (with
+    ``held_out``, also its per-problem outcomes on ``PROTOCOL.held_out(held_out)``)."""
     history = sft(model, tok, train, test, cfg)
-    return {"history": history, "evals": evaluate(model, tok, test[:eval_problems], eval_samples,
-                                                  eval_temperature, seed=PROTOCOL.eval_seed)}
+    out = {"history": history, "evals": evaluate(model, tok, test[:eval_problems], eval_samples,
+                                                 eval_temperature, seed=PROTOCOL.eval_seed)}
+    if held_out:
+        out["held_out"] = outcomes(model, tok, PROTOCOL.held_out(held_out), eval_samples, eval_temperature,
+                                   PROTOCOL.eval_seed)
+    return out
 
 
 @dataclass(frozen=True)
@@ -315,9 +320,10 @@ def expert_iteration(policy, tok, train: list[dict], test: list[dict], cfg: EICo
     return {"config": asdict(cfg), "log": log, "evals": evals}
 
 
-def _job(cfg) -> dict:
+def _job(job) -> dict:
     from .data import answer_only
     from .train import ANSWER_ONLY_CHECKPOINT, SFT_CHECKPOINT, load_sft
+    cfg, sft_held_out = job
     torch.set_num_threads(1)
     short = getattr(cfg, "answer_format", "worked") == "answer_only"
     model, tok = load_sft(checkpoint=ANSWER_ONLY_CHECKPOINT if short else SFT_CHECKPOINT)
@@ -325,18 +331,19 @@ def _job(cfg) -> dict:
     if short:
         train, test = answer_only(train), answer_only(test)
     if isinstance(cfg, SFTConfig):
-        return continued_sft(model, tok, train, test, cfg)
+        return continued_sft(model, tok, train, test, cfg, held_out=sft_held_out)
     return train_grpo(model, tok, train, test, cfg)
 
 
-def run_all(configs, workers: int = 2) -> list[dict]:
+def run_all(configs, workers: int = 2, sft_held_out: int = 0) -> list[dict]:
     """From chapter 7's SFT checkpoint (or, with ``answer_format="answer_only"``, its answer-only
     twin on answer-only problems), run each config (a ``RunConfig``: ``train_grpo``; an
-    ``SFTConfig``: ``continued_sft``) in ``workers`` spawned processes with one torch thread each;
-    results in config order, independent of which worker ran what."""
+    ``SFTConfig``: ``continued_sft``, scored on ``PROTOCOL.held_out(sft_held_out)`` when > 0) in
+    ``workers`` spawned processes with one torch thread each; results in config order, independent
+    of which worker ran what."""
     if not all(isinstance(c, (RunConfig, SFTConfig)) for c in configs):
         raise ValueError("each config must be a RunConfig or an SFTConfig")
-    return parallel_map(_job, configs, workers, desc="GRPO runs")
+    return parallel_map(_job, [(c, sft_held_out) for c in configs], workers, desc="GRPO runs")
 
 
 __all__ = ["RunConfig", "train_grpo", "EIConfig", "expert_iteration", "evaluate", "outcomes", "pass_at_k",

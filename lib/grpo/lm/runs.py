@@ -128,6 +128,28 @@ def decode(bits: str, samples: int = 1) -> np.ndarray:
     return a.astype(float) if samples == 1 else a.reshape(-1, samples).astype(float)
 
 
+def outcomes_of(name: str, key: str = "greedy", part: str = "held_out") -> np.ndarray:
+    """A stored run's per-problem outcomes on the held-out problems (or its practised ``pool``):
+    ``greedy`` 0/1, ``sampled`` the mean of its samples, ``annotations_ok`` likewise."""
+    h = load_run(name)[part]
+    if key == "greedy":
+        return decode(h["greedy"])
+    if key not in ("sampled", "annotations_ok"):
+        raise ValueError(f"key must be 'greedy', 'sampled' or 'annotations_ok', got {key!r}")
+    return decode(h[key], h["samples"]).mean(1)
+
+
+def lift(names, against="start", key: str = "greedy", part: str = "held_out"):
+    """The paired lift (``grpo.stats.paired_lift``) of stored runs over another: ``names`` one run
+    or a list of seeds; ``against`` one run (shared) or a list paired row by row."""
+    from grpo.stats import paired_lift
+    names = [names] if isinstance(names, str) else list(names)
+    base = [against] if isinstance(against, str) else list(against)
+    before = np.stack([outcomes_of(n, key, part) for n in base])
+    after = np.stack([outcomes_of(n, key, part) for n in names])
+    return paired_lift(before if len(base) > 1 else before[0], after)
+
+
 def start_model(spec: Stored):
     """The spec's starting ``(model, tok)``."""
     return load_sft(checkpoint=PLATEAU_CHECKPOINT if spec.start == "plateau" else SFT_CHECKPOINT)

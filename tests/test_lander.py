@@ -231,12 +231,8 @@ def test_actor_has_the_published_size_and_starts_near_uniform():
 
 
 def test_bad_input_raises_value_error():
-    with pytest.raises(ValueError, match="G >= 2"):
-        L.train(L.RunSpec("grpo", 0, 100, config=L.GRPOConfig(group_size=1)))
-    with pytest.raises(ValueError, match="lr"):
-        L.train(L.RunSpec("ppo", 0, 100, config=L.ActorCriticConfig(lr=0.0)))
     with pytest.raises(ValueError, match="algo"):
-        L.train(L.RunSpec("dqn", 0, 100))
+        L.RunSpec("dqn", 0, 100)
     with pytest.raises(ValueError, match="shape"):
         L.policy_logits(L.make_actor(0), np.zeros((3, 5)))
     with pytest.raises(ValueError, match="G >= 2"):
@@ -251,24 +247,47 @@ def test_bad_input_raises_value_error():
         L.step_weights([3, 0])
 
 
-@pytest.mark.parametrize("algo, cfg, match", [
-    ("ppo", L.ActorCriticConfig(clip=1.5), "clip must be in \\(0, 1\\), got 1.5"),
-    ("ppo", L.ActorCriticConfig(clip=0.0), "clip must be in \\(0, 1\\), got 0.0"),
-    ("ppo", L.ActorCriticConfig(gamma=2.0), "gamma must be in \\(0, 1\\], got 2.0"),
-    ("a2c", L.ActorCriticConfig(lam=-0.1), "lam must be in \\[0, 1\\], got -0.1"),
-    ("ppo", L.ActorCriticConfig(max_grad_norm=float("nan")), "max_grad_norm must be > 0, got nan"),
-    ("ppo", L.ActorCriticConfig(ent_coef=-0.01), "ent_coef must be >= 0, got -0.01"),
-    ("grpo", L.GRPOConfig(beta=-1.0), "beta must be >= 0, got -1.0"),
-    ("grpo", L.GRPOConfig(clip=1.5), "clip must be in \\(0, 1\\), got 1.5"),
-    ("grpo", L.GRPOConfig(ref_every=0), "ref_every must be >= 1, got 0"),
-    ("grpo_process", L.GRPOConfig(), "outcome GRPO under the wrong label"),
-    ("grpo", L.GRPOConfig(process=True), "process GRPO under the wrong label"),
-    ("grpo", L.ActorCriticConfig(), "needs a config of type GRPOConfig"),
-    ("ppo", L.GRPOConfig(), "needs a config of type ActorCriticConfig"),
+@pytest.mark.parametrize("kind, fields, match", [
+    ("ac", dict(clip=1.5), "clip must be in \\(0, 1\\), got 1.5"),
+    ("ac", dict(clip=0.0), "clip must be in \\(0, 1\\), got 0.0"),
+    ("ac", dict(gamma=2.0), "gamma must be in \\(0, 1\\], got 2.0"),
+    ("ac", dict(lam=-0.1), "lam must be in \\[0, 1\\], got -0.1"),
+    ("ac", dict(max_grad_norm=float("nan")), "max_grad_norm must be > 0, got nan"),
+    ("ac", dict(ent_coef=-0.01), "ent_coef must be >= 0, got -0.01"),
+    ("ac", dict(epochs=0.5), "epochs must be an int >= 1, got 0.5"),
+    ("ac", dict(lr=0.0), "lr must be > 0"),
+    ("grpo", dict(beta=-1.0), "beta must be >= 0, got -1.0"),
+    ("grpo", dict(clip=1.5), "clip must be in \\(0, 1\\), got 1.5"),
+    ("grpo", dict(ref_every=0), "ref_every must be an int >= 1, got 0"),
+    ("grpo", dict(group_size=2.5), "group_size must be an int >= 2, got 2.5"),
+    ("grpo", dict(group_size=1), "group_size must be an int >= 2, got 1"),
+    ("grpo", dict(baseline="nope"), "baseline must be one of"),
+    ("grpo", dict(process="yes"), "process must be True or False"),
 ])
-def test_a_bad_spec_is_refused_before_any_env_step(algo, cfg, match):
+def test_a_bad_config_is_refused_at_construction(kind, fields, match):
     with pytest.raises(ValueError, match=match):
-        L.train(L.RunSpec(algo, 0, 100, config=cfg))
+        (L.ActorCriticConfig if kind == "ac" else L.GRPOConfig)(**fields)
+
+
+@pytest.mark.parametrize("algo, cfg, match", [
+    ("grpo_process", L.GRPOConfig(), "its config runs 'grpo'"),
+    ("grpo", L.GRPOConfig(process=True), "its config runs 'grpo_process'"),
+    ("grpo", L.ActorCriticConfig(), "its config runs 'ppo'"),
+    ("ppo", L.GRPOConfig(), "its config runs 'grpo'"),
+    ("ppo", L.A2C_CONFIG, "use algo='a2c'"),
+    ("grpo_value", L.GRPOConfig(), "its config runs 'grpo'"),
+    ("grpo", L.GRPOConfig(baseline="value"), "use algo='grpo_value'"),
+])
+def test_the_label_is_what_the_config_runs(algo, cfg, match):
+    with pytest.raises(ValueError, match=match):
+        L.RunSpec(algo, 0, 100, config=cfg)
+
+
+def test_a_bad_spec_is_refused_at_construction():
+    with pytest.raises(ValueError, match="RunSpec.algo must be one of"):
+        L.RunSpec("foo", 0, 100)
+    with pytest.raises(ValueError, match="total_steps must be an int >= 1"):
+        L.RunSpec("ppo", 0, 0)
 
 
 def test_the_default_specs_and_the_a2c_config_pass_the_checks():
@@ -419,7 +438,7 @@ def test_returns_to_go_and_the_time_baseline_by_hand():
 @pytest.mark.parametrize("algo", ["grpo_value", "grpo_time"])
 def test_the_baseline_controls_run_on_grpo_batches_and_are_deterministic(algo):
     cfg = L.GRPOConfig(group_size=2, prompts=2, minibatch=64, epochs=2, ref_every=2,
-                       baseline=L.BASELINES[algo], measure_gradients=True)
+                       baseline=L.DEFAULT_CONFIGS[algo].baseline, measure_gradients=True)
     spec = L.RunSpec(algo, 3, 600, eval_every=300, val_episodes=2, test_episodes=2, config=cfg)
     r1, r2 = L.train(spec), L.train(spec)
     for k in r1["final_state"]:
@@ -442,16 +461,6 @@ def test_measuring_gradients_leaves_the_run_unchanged():
     assert measured["gradient_agreement"]["grad_cosine"] and not plain["gradient_agreement"]["grad_cosine"]
 
 
-@pytest.mark.parametrize("algo, cfg, match", [
-    ("grpo_value", L.GRPOConfig(), "runs baseline 'value'"),
-    ("grpo", L.GRPOConfig(baseline="value"), "use algo='grpo_value'"),
-    ("grpo_time", L.GRPOConfig(baseline="nope"), "must be 'group', 'value' or 'time'"),
-])
-def test_the_baseline_label_must_match_the_config(algo, cfg, match):
-    with pytest.raises(ValueError, match=match):
-        L.train(L.RunSpec(algo, 0, 100, config=cfg))
-
-
 def test_stop_at_ends_a_run_at_the_first_validation_that_reaches_it():
     spec = L.RunSpec("grpo", 3, 3000, eval_every=300, val_episodes=2, test_episodes=2, config=TINY_GRPO,
                      stop_at=-1e9)                     # any return reaches it: stop after the first rollout
@@ -459,7 +468,7 @@ def test_stop_at_ends_a_run_at_the_first_validation_that_reaches_it():
     assert r["env_steps"] < 3000 and len(r["curve"]["train_cpu_s"]) == len(r["curve"]["det"])
     assert all(c >= 0 for c in r["curve"]["train_cpu_s"])
     with pytest.raises(ValueError, match="stop_at"):
-        L.train(L.RunSpec("ppo", 0, 100, stop_at=float("nan")))
+        L.RunSpec("ppo", 0, 100, stop_at=float("nan"))
 
 
 def test_each_mode_keeps_the_checkpoint_that_scored_best_in_that_mode():

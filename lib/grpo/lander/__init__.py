@@ -23,8 +23,9 @@ from .objectives import (GROUP_EPS, baseline_advantages, gae, grpo_loss, grpo_lo
                          ppo_loss_grad, process_advantages, returns_to_go, step_weights, surrogate_slope,
                          time_baseline)
 from .report import summarize
-from .trainers import (A2C_CONFIG, ALGOS, BASELINES, ActorCriticConfig, GRPOConfig, RunSpec, _check_spec,
-                       _Tracker, gradient_agreement, run_all, train, train_actor_critic, train_grpo)
+from .trainers import (A2C_CONFIG, ALGOS, DEFAULT_CONFIGS, DIAGNOSTICS, ActorCriticConfig, GRPOConfig,
+                       RunSpec, _check_spec, _Tracker, episode_advantages, gradient_agreement,
+                       log_diagnostics, run_all, train, train_actor_critic, train_grpo)
 
 __all__ = [name for name in dir() if not name.startswith("__")
            and name not in ("env", "objectives", "report", "trainers")]

@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import torch
 
+from .. import checks
 from ..mlp import Adam, FlatMLP
 from ..pool import parallel_map
 from .env import (OBS_DIM, TEST_SEED0, TRAIN_SEEDS, VAL_SEED0, Evaluator, StepCollector, entropy_of,
@@ -23,7 +24,6 @@ from .objectives import (GROUP_EPS, baseline_advantages, gae, grpo_loss_grad, ou
                          ppo_loss_grad, process_advantages, returns_to_go, step_weights, time_baseline)
 
 ALGOS = ("ppo", "a2c", "grpo", "grpo_process", "grpo_value", "grpo_time")
-BASELINES = {"grpo": "group", "grpo_process": "group", "grpo_value": "value", "grpo_time": "time"}
 
 
 def gradient_agreement(grads) -> dict:
@@ -60,6 +60,28 @@ class ActorCriticConfig:
     normalize_adv: bool = True   # per minibatch, as SB3
     measure_gradients: bool = False   # log the first epoch's minibatch-gradient agreement (actor)
 
+    def __post_init__(self):
+        name = type(self).__name__
+        for field_name in ("n_envs", "n_steps", "epochs", "minibatch"):
+            checks.integer(f"{name}.{field_name}", getattr(self, field_name), minimum=1)
+        checks.number(f"{name}.gamma", self.gamma, minimum=0, maximum=1, low_open=True, rule="in (0, 1]")
+        checks.number(f"{name}.lam", self.lam, minimum=0, maximum=1, rule="in [0, 1]")
+        checks.number(f"{name}.clip", self.clip, minimum=0, maximum=1, low_open=True, high_open=True,
+                      rule="in (0, 1)")
+        for field_name in ("lr", "adam_eps", "max_grad_norm"):
+            checks.number(f"{name}.{field_name}", getattr(self, field_name), minimum=0, low_open=True,
+                          rule="> 0")
+        for field_name in ("vf_coef", "ent_coef"):
+            checks.number(f"{name}.{field_name}", getattr(self, field_name), minimum=0, rule=">= 0")
+        for field_name in ("normalize_adv", "measure_gradients"):
+            checks.boolean(f"{name}.{field_name}", getattr(self, field_name))
+
+    @property
+    def algo(self) -> str:
+        """The label the results carry: "a2c" when each rollout gets one on-policy step (one epoch,
+        one minibatch: the ratio is 1 and the clip never engages), else "ppo"."""
+        return "a2c" if self.epochs == 1 and self.minibatch >= self.n_envs * self.n_steps else "ppo"
+
 
 # rl-zoo's A2C numbers for LunarLander (8 envs x 5 steps, gamma 0.995, lambda 1, entropy 1e-5,
 # lr 8.3e-4), with two differences: rl-zoo decays the lr linearly to 0 over the run (lin_0.00083)
@@ -85,6 +107,35 @@ class GRPOConfig:
     baseline: str = "group"      # "group": GRPO | "value": a learned V(s) | "time": the group's mean by step
     measure_gradients: bool = False   # log the first epoch's minibatch-gradient agreement
 
+    def __post_init__(self):
+        name = type(self).__name__
+        checks.integer(f"{name}.group_size", self.group_size, minimum=2)
+        for field_name in ("prompts", "epochs", "minibatch", "ref_every"):
+            checks.integer(f"{name}.{field_name}", getattr(self, field_name), minimum=1)
+        checks.number(f"{name}.clip", self.clip, minimum=0, maximum=1, low_open=True, high_open=True,
+                      rule="in (0, 1)")
+        for field_name in ("lr", "adam_eps", "max_grad_norm"):
+            checks.number(f"{name}.{field_name}", getattr(self, field_name), minimum=0, low_open=True,
+                          rule="> 0")
+        checks.number(f"{name}.beta", self.beta, minimum=0, rule=">= 0")
+        checks.boolean(f"{name}.process", self.process)
+        checks.boolean(f"{name}.measure_gradients", self.measure_gradients)
+        checks.choice(f"{name}.baseline", self.baseline, ("group", "value", "time"))
+        if self.process and self.baseline != "group":
+            raise ValueError(f"{name}: process GRPO sums its own per-step credit; baseline must be 'group', "
+                             f"got {self.baseline!r}")
+
+    @property
+    def algo(self) -> str:
+        """The label the results carry, read off the config: what actually runs."""
+        return "grpo_process" if self.process else {"group": "grpo", "value": "grpo_value",
+                                                     "time": "grpo_time"}[self.baseline]
+
+
+DEFAULT_CONFIGS = {"ppo": ActorCriticConfig(), "a2c": A2C_CONFIG, "grpo": GRPOConfig(),
+                   "grpo_process": GRPOConfig(process=True), "grpo_value": GRPOConfig(baseline="value"),
+                   "grpo_time": GRPOConfig(baseline="time")}
+
 
 @dataclass(frozen=True)
 class RunSpec:
@@ -98,57 +149,29 @@ class RunSpec:
     config: object = field(default=None)
     stop_at: float | None = None  # stop once a validation argmax mean reaches this (benches: time to land)
 
+    def __post_init__(self):
+        checks.choice("RunSpec.algo", self.algo, ALGOS)
+        checks.integer("RunSpec.seed", self.seed, minimum=0)
+        for field_name in ("total_steps", "eval_every", "val_episodes", "test_episodes"):
+            checks.integer(f"RunSpec.{field_name}", getattr(self, field_name), minimum=1)
+        checks.optional(checks.number, "RunSpec.stop_at", self.stop_at)
+        cfg = self.resolved_config()
+        if not isinstance(cfg, (ActorCriticConfig, GRPOConfig)):
+            raise ValueError(f"RunSpec.config must be an ActorCriticConfig or a GRPOConfig, "
+                             f"got {type(cfg).__name__}")
+        if cfg.algo != self.algo:              # the label is what the config runs, never a second opinion
+            raise ValueError(f"RunSpec.algo is {self.algo!r}, but its config runs {cfg.algo!r}: "
+                             f"use algo={cfg.algo!r}")
+
     def resolved_config(self):
         if self.config is not None:
             return self.config
-        return {"ppo": ActorCriticConfig(), "a2c": A2C_CONFIG, "grpo": GRPOConfig(),
-                "grpo_process": GRPOConfig(process=True), "grpo_value": GRPOConfig(baseline="value"),
-                "grpo_time": GRPOConfig(baseline="time")}[self.algo]
+        return DEFAULT_CONFIGS[self.algo]
 
 
 def _check_spec(spec: RunSpec) -> None:
-    if spec.algo not in ALGOS:
-        raise ValueError(f"algo must be one of {ALGOS}, got {spec.algo!r}")
-    cfg = spec.resolved_config()
-    if not (spec.total_steps > 0 and spec.eval_every > 0 and spec.val_episodes > 0
-            and spec.test_episodes > 0 and cfg.lr > 0 and cfg.epochs > 0 and cfg.minibatch > 0):
-        raise ValueError(f"steps, episodes, lr, epochs and minibatch must be > 0: {spec}")
-    if spec.stop_at is not None and not np.isfinite(spec.stop_at):
-        raise ValueError(f"stop_at must be a finite return or None, got {spec.stop_at}")
-    if isinstance(cfg, GRPOConfig) and (cfg.group_size < 2 or cfg.prompts < 1):
-        raise ValueError(f"GRPO needs G >= 2 and B >= 1, got G={cfg.group_size}, B={cfg.prompts}")
-    # the label must say what runs: the trainer reads the config, the results carry the label
-    grpo = spec.algo.startswith("grpo")
-    wanted = GRPOConfig if grpo else ActorCriticConfig
-    if not isinstance(cfg, wanted):
-        raise ValueError(f"algo {spec.algo!r} needs a config of type {wanted.__name__}, "
-                         f"got {type(cfg).__name__}")
-    if grpo and cfg.baseline not in ("group", "value", "time"):
-        raise ValueError(f"GRPOConfig.baseline must be 'group', 'value' or 'time', got {cfg.baseline!r}")
-    if grpo and cfg.baseline != BASELINES[spec.algo]:
-        right = next(a for a, b in BASELINES.items() if b == cfg.baseline and a != "grpo_process")
-        raise ValueError(f"algo {spec.algo!r} runs baseline {BASELINES[spec.algo]!r}, but the config says "
-                         f"{cfg.baseline!r}: use algo={right!r}")
-    if grpo and cfg.process != (spec.algo == "grpo_process"):
-        raise ValueError(f"algo {spec.algo!r} with a GRPOConfig(process={cfg.process}) would run "
-                         f"{'process' if cfg.process else 'outcome'} GRPO under the wrong label: use "
-                         f"algo={'grpo_process' if cfg.process else 'grpo'!r}")
-    checks = [("clip", cfg.clip, 0 < cfg.clip < 1, "in (0, 1)"),
-              ("adam_eps", cfg.adam_eps, cfg.adam_eps > 0, "> 0"),
-              ("max_grad_norm", cfg.max_grad_norm, cfg.max_grad_norm > 0, "> 0")]
-    if grpo:
-        checks += [("beta", cfg.beta, cfg.beta >= 0, ">= 0"),
-                   ("ref_every", cfg.ref_every, cfg.ref_every >= 1, ">= 1")]
-    else:
-        checks += [("gamma", cfg.gamma, 0 < cfg.gamma <= 1, "in (0, 1]"),
-                   ("lam", cfg.lam, 0 <= cfg.lam <= 1, "in [0, 1]"),
-                   ("n_envs", cfg.n_envs, cfg.n_envs >= 1, ">= 1"),
-                   ("n_steps", cfg.n_steps, cfg.n_steps >= 1, ">= 1"),
-                   ("vf_coef", cfg.vf_coef, cfg.vf_coef >= 0, ">= 0"),
-                   ("ent_coef", cfg.ent_coef, cfg.ent_coef >= 0, ">= 0")]
-    for name, value, ok, rule in checks:
-        if not (ok and np.isfinite(value)):
-            raise ValueError(f"{type(cfg).__name__}.{name} must be {rule}, got {value!r}")
+    """A spec checks itself at construction (``RunSpec.__post_init__``); kept for callers."""
+    spec.__post_init__()
 
 
 class _Tracker:
@@ -253,6 +276,45 @@ def train_actor_critic(spec: RunSpec, progress=None) -> dict:
                                              "gradient_agreement": agreement})
 
 
+def episode_advantages(cfg: GRPOConfig, ep, vf=None):
+    """Per-step advantages of one batch of groups: outcome GRPO's z-scored return broadcast to every
+    step, process GRPO's summed normalised rewards, or a control's return-to-go minus its baseline
+    (a learned V(s) ``vf``, or the group's mean by step). Also the returns-to-go V(s) fits (or None)."""
+    if cfg.process:
+        G = cfg.group_size
+        return np.concatenate([a for g in range(cfg.prompts)
+                               for a in process_advantages(ep.rewards[g * G:(g + 1) * G])]), None
+    if cfg.baseline == "group":
+        return np.repeat(outcome_advantages(ep.returns, cfg.group_size), ep.lengths), None
+    to_go = np.concatenate(returns_to_go(ep.rewards))
+    if vf is not None:
+        return baseline_advantages(to_go, vf.forward(np.concatenate(ep.obs))[:, 0]), to_go
+    return baseline_advantages(to_go, time_baseline(returns_to_go(ep.rewards), cfg.group_size)), None
+
+
+DIAGNOSTICS = ("env_steps", "group_std", "degenerate", "near_degenerate", "kl_median", "kl_max",
+               "clip_fraction", "start_entropy", "grad_cosine", "grad_snr")
+
+
+def log_diagnostics(diag: dict, steps: int, cfg: GRPOConfig, ep, clip_fracs, kls, grads, actor) -> None:
+    """One iteration's GRPO diagnostics: group return spread, degenerate groups, the k3 KL and clip
+    fraction of the last epoch, the policy's entropy at the prompts' start states, and (when
+    measured) the first epoch's minibatch-gradient agreement."""
+    stds = ep.returns.reshape(cfg.prompts, cfg.group_size).std(1)
+    kl = np.concatenate(kls)
+    agree = gradient_agreement(grads) if len(grads) >= 2 else {"cosine": np.nan, "snr": np.nan}
+    starts = np.stack([o[0] for o in ep.obs[::cfg.group_size]])
+    row = {"env_steps": steps, "group_std": float(np.mean(stds)),
+           "degenerate": float(np.mean(stds < GROUP_EPS)),
+           "near_degenerate": float(np.mean(stds < 1.0)),
+           "kl_median": float(np.median(kl)), "kl_max": float(kl.max()),
+           "clip_fraction": float(np.mean(clip_fracs)),
+           "start_entropy": float(entropy_of(policy_logits(actor, starts)).mean()),
+           "grad_cosine": agree["cosine"], "grad_snr": agree["snr"]}
+    for k in DIAGNOSTICS:
+        diag[k].append(row[k])
+
+
 def train_grpo(spec: RunSpec, progress=None) -> dict:
     """GRPO: B prompts x G episodes, group-relative advantage, clipped update + beta*k3, no critic.
     The controls keep the same batches and update and change only the baseline: ``"value"`` a
@@ -265,11 +327,9 @@ def train_grpo(spec: RunSpec, progress=None) -> dict:
     pi = FlatMLP(actor)                        # NumPy forward/backward on the module's own weights
     opt = Adam([pi], lr=cfg.lr, eps=cfg.adam_eps, max_grad_norm=cfg.max_grad_norm)
     vf = FlatMLP(make_critic(spec.seed)) if cfg.baseline == "value" else None
-    if vf is not None:
-        critic_opt = Adam([vf], lr=cfg.lr, eps=cfg.adam_eps, max_grad_norm=cfg.max_grad_norm)
+    critic_opt = Adam([vf], lr=cfg.lr, eps=cfg.adam_eps, max_grad_norm=cfg.max_grad_norm) if vf else None
     envs, track = [make_env() for _ in range(cfg.group_size * cfg.prompts)], _Tracker(spec, progress)
-    diag = {k: [] for k in ("env_steps", "group_std", "degenerate", "near_degenerate", "kl_median",
-                            "kl_max", "clip_fraction", "start_entropy", "grad_cosine", "grad_snr")}
+    diag = {k: [] for k in DIAGNOSTICS}
     it = adam_steps = 0
     while not track.done:
         track.maybe_evaluate(actor)
@@ -277,61 +337,35 @@ def train_grpo(spec: RunSpec, progress=None) -> dict:
             ref = FlatMLP(copy.deepcopy(actor))
         # 1. B prompts (reset seeds), each flown G times with actions sampled from pi_old
         prompts = rng.integers(*TRAIN_SEEDS, size=cfg.prompts)
-        seeds = np.repeat(prompts, cfg.group_size)
-        ep = play_episodes(envs, seeds, actor, rng)
+        ep = play_episodes(envs, np.repeat(prompts, cfg.group_size), actor, rng)
         track.add(int(ep.lengths.sum()), ep.returns)
-        b_obs = np.concatenate(ep.obs)
-        # 2. advantages: one number per episode broadcast to its steps, or per-step process credit
-        if cfg.process:
-            G = cfg.group_size
-            adv = np.concatenate([a for g in range(cfg.prompts)
-                                  for a in process_advantages(ep.rewards[g * G:(g + 1) * G])])
-        elif cfg.baseline == "group":
-            adv = np.repeat(outcome_advantages(ep.returns, cfg.group_size), ep.lengths)
-        else:                                  # the controls: return-to-go minus V(s_t), or the time mean
-            to_go = returns_to_go(ep.rewards)
-            if vf is not None:
-                base = vf.forward(b_obs)[:, 0]
-                b_to_go = np.concatenate(to_go)
-            else:
-                base = time_baseline(to_go, cfg.group_size)
-            adv = baseline_advantages(np.concatenate(to_go), base)
-        w = step_weights(ep.lengths)
-        # 3. flatten; log pi_old and log pi_ref computed once
-        b_act, rows = np.concatenate(ep.actions), np.arange(len(b_obs))
-        b_adv, b_w = adv, w
+        # 2. advantages (no critic) and the paper's 1/L weights; log pi_old and log pi_ref once
+        b_adv, b_to_go = episode_advantages(cfg, ep, vf)
+        b_w = step_weights(ep.lengths)
+        b_obs, b_act = np.concatenate(ep.obs), np.concatenate(ep.actions)
+        rows = np.arange(len(b_act))
         b_logp_old = log_softmax(pi.forward(b_obs))[rows, b_act]
         b_logp_ref = log_softmax(ref.forward(b_obs))[rows, b_act]
-        starts = b_obs[np.concatenate([[0], np.cumsum(ep.lengths)[:-1]])[::cfg.group_size]]
-        # 4. K epochs of minibatch steps on the same clipped surrogate, minus beta * k3, no critic
+        # 3. K epochs of minibatch steps on the same clipped surrogate, minus beta * k3, no critic
         clip_fracs, kls, grads = [], [], []
         for epoch in range(cfg.epochs):
-            order = rng.permutation(len(b_act))
-            for mb in np.split(order, range(cfg.minibatch, len(b_act), cfg.minibatch)):
-                d_logits, clipped, k3 = grpo_loss_grad(pi.forward(b_obs[mb]), b_act[mb], b_logp_old[mb],
-                                                       b_logp_ref[mb], b_adv[mb], b_w[mb], cfg.clip, cfg.beta)
+            for mb in np.split(rng.permutation(len(b_act)), range(cfg.minibatch, len(b_act), cfg.minibatch)):
+                logits = pi.forward(b_obs[mb])
+                d_logits, clipped, k3 = grpo_loss_grad(logits, b_act[mb], b_logp_old[mb], b_logp_ref[mb],
+                                                       b_adv[mb], b_w[mb], cfg.clip, cfg.beta)
                 pi.backward(d_logits)
                 if cfg.measure_gradients and epoch == 0:
                     grads.append(pi.grad.copy())
                 opt.step()                     # gradient-norm clip, then Adam
                 if vf is not None:             # the control's V(s), fitted to G_t on the same minibatch
-                    vf.backward((2 / len(mb) * (vf.forward(b_obs[mb])[:, 0] - b_to_go[mb]))[:, None])
+                    v = vf.forward(b_obs[mb])[:, 0]
+                    vf.backward((2 / len(mb) * (v - b_to_go[mb]))[:, None])
                     critic_opt.step()
                 clip_fracs.append(float(clipped.mean()))
                 if epoch == cfg.epochs - 1:
                     kls.append(k3)
         adam_steps += len(clip_fracs)
-        stds = ep.returns.reshape(cfg.prompts, cfg.group_size).std(1)
-        kl = np.concatenate(kls)
-        agree = gradient_agreement(grads) if len(grads) >= 2 else {"cosine": np.nan, "snr": np.nan}
-        for k, v in (("env_steps", track.steps), ("group_std", float(np.mean(stds))),
-                     ("degenerate", float(np.mean(stds < GROUP_EPS))),
-                     ("near_degenerate", float(np.mean(stds < 1.0))),
-                     ("kl_median", float(np.median(kl))), ("kl_max", float(kl.max())),
-                     ("clip_fraction", float(np.mean(clip_fracs))),
-                     ("start_entropy", float(entropy_of(policy_logits(actor, starts)).mean())),
-                     ("grad_cosine", agree["cosine"]), ("grad_snr", agree["snr"])):
-            diag[k].append(v)
+        log_diagnostics(diag, track.steps, cfg, ep, clip_fracs, kls, grads, actor)
         it += 1
     track.maybe_evaluate(actor, force=True)
     summary = {"degenerate_fraction": float(np.mean(diag["degenerate"])),

@@ -133,3 +133,24 @@ def test_t_quantiles():
     from grpo.stats import t975
     assert t975(1) == pytest.approx(12.706) and t975(30) == pytest.approx(2.042)
     assert t975(11) == pytest.approx(2.201, abs=0.005) and t975(60) == pytest.approx(2.000, abs=0.005)
+
+
+def test_lift_gap_finds_a_lift_that_sits_on_one_subset_and_not_a_uniform_one():
+    from grpo.stats import lift_gap
+    rng = np.random.default_rng(11)
+    P = 2000
+    first = np.arange(P) < P // 2
+    before = (rng.random(P) < 0.4).astype(float)
+    after = before.copy()
+    after[first & (before == 0) & (rng.random(P) < 0.3)] = 1          # the lift sits on the first half
+    gap = lift_gap(before, after, first, ~first)
+    assert gap.significant and gap.points > 10
+    false = 0
+    for i in range(100):                                             # a uniform lift: no interaction
+        b = (rng.random(P) < 0.4).astype(float)
+        uniform = b.copy()
+        uniform[(b == 0) & (rng.random(P) < 0.2)] = 1
+        false += lift_gap(b, uniform, first, ~first, n_boot=300, seed=i).significant
+    assert false <= 10
+    with pytest.raises(ValueError, match="boolean masks"):
+        lift_gap(before, after, first[:10], ~first)

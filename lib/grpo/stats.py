@@ -20,9 +20,11 @@ points with a 95% interval:
 A ``before`` of shape ``(problems,)`` is shared by every seed (one start, several GRPO seeds); one of
 shape ``(seeds, problems)`` pairs row s with row s (e.g. an ablation against the reference recipe).
 
-``holm(p_values)`` adjusts a family of tests (Holm 1979, step-down, controls the family-wise error
-rate); ``Lift.p_value`` is the two-sided p-value of the same construction (a normal approximation at
-the interval's scale), so a table of lifts can be corrected as a family.
+``lift_gap(before, after, in_a, in_b)`` tests an interaction: whether the lift on one subset of
+problems differs from the lift on another. ``holm(p_values)`` adjusts a family of tests (Holm 1979,
+step-down, controls the family-wise error rate); ``Lift.p_value`` is the two-sided p-value of the
+same construction (a normal approximation at the interval's scale), so a table of lifts can be
+corrected as a family.
 """
 from __future__ import annotations
 
@@ -118,6 +120,32 @@ def paired_lift(before, after, n_boot: int = 4000, seed: int = 0) -> Lift:
                 problems=P, seeds=S)
 
 
+def lift_gap(before, after, in_a, in_b, n_boot: int = 4000, seed: int = 0) -> Lift:
+    """An interaction test: the lift on the problems ``in_a`` minus the lift on those ``in_b`` (two
+    boolean masks over the problems), with the interval built as ``paired_lift`` builds its own:
+    problems resampled within each subset, and over S >= 2 seeds a t-term for the seeds' spread of
+    the gap. ``per_seed`` holds each seed's gap."""
+    b, a = _outcomes(before, "before"), _outcomes(after, "after")
+    in_a, in_b = np.asarray(in_a, dtype=bool), np.asarray(in_b, dtype=bool)
+    if in_a.shape != (a.shape[1],) or in_b.shape != (a.shape[1],) or in_a.sum() < 2 or in_b.sum() < 2:
+        raise ValueError(f"in_a and in_b must be boolean masks over the {a.shape[1]} problems, each with at "
+                         f"least 2 problems")
+    d = 100.0 * (a - b)
+    S = d.shape[0]
+    rng = np.random.default_rng(seed)
+    ia = rng.choice(np.flatnonzero(in_a), size=(n_boot, int(in_a.sum())))
+    ib = rng.choice(np.flatnonzero(in_b), size=(n_boot, int(in_b.sum())))
+    boot = d.mean(0)[ia].mean(1) - d.mean(0)[ib].mean(1)
+    per_seed = d[:, in_a].mean(1) - d[:, in_b].mean(1)
+    gap = float(per_seed.mean())
+    lo, hi = np.percentile(boot, [2.5, 97.5])
+    half = (hi - lo) / 2
+    if S > 1:
+        half = math.hypot(half, t975(S - 1) * float(per_seed.std(ddof=1)) / math.sqrt(S))
+    return Lift(points=gap, ci95=(gap - half, gap + half), per_seed=tuple(float(v) for v in per_seed),
+                per_seed_ci95=(), problems=int(in_a.sum() + in_b.sum()), seeds=S)
+
+
 def holm(p_values) -> np.ndarray:
     """Holm's step-down adjusted p-values for a family of tests (reject where adjusted < 0.05):
     the k-th smallest p times (m - k + 1), made monotone, capped at 1."""
@@ -132,4 +160,4 @@ def holm(p_values) -> np.ndarray:
     return out
 
 
-__all__ = ["Lift", "paired_lift", "holm", "t975"]
+__all__ = ["Lift", "paired_lift", "lift_gap", "holm", "t975"]

@@ -56,3 +56,13 @@ def test_bad_jobs_are_a_clear_error(start):
         A.run_jobs([A.Job(999, None)], starts, tok)
     with pytest.raises(ValueError, match="RunConfig"):
         A.run_jobs([A.Job(25, "grpo")], starts, tok)
+
+
+def test_carries_and_commuted_twins():
+    from grpo.lm import addition as A
+    assert A.carries(A.problem(24, 48)) and not A.carries(A.problem(24, 35))
+    train = [A.problem(35, 24), A.problem(11, 11)]
+    assert A.commuted_twin_in_train([A.problem(24, 35), A.problem(11, 11), A.problem(24, 48)], train) == \
+        [True, False, False]                             # 11+11 is its own twin, not a twin in training
+    tr, _, te = A.make_addition_splits()
+    assert 0.6 < np.mean(A.commuted_twin_in_train(te, tr)) < 0.75

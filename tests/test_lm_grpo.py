@@ -447,3 +447,11 @@ def test_bad_input():
     with pytest.raises(ValueError, match="floating-point"):
         call(rewards=torch.ones(3, 4, dtype=torch.long))
     assert np.isfinite(call()[0].item())
+
+
+def test_rloo_is_each_reward_minus_the_mean_of_the_others():
+    r = torch.tensor([[0.0, 1, 1, 1], [2.0, 2, 2, 2], [0.0, 0.5, 1.0, 0.5]], dtype=torch.float64)
+    adv = group_advantages(r, "rloo")
+    others = (r.sum(1, keepdim=True) - r) / (r.shape[1] - 1)
+    assert torch.allclose(adv, r - others, atol=1e-15)
+    assert (adv[1] == 0).all()                                   # an all-equal group: exactly 0

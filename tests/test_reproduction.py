@@ -126,3 +126,14 @@ def test_speed_rows_rates_times_and_missing_files(tmp_path):
 def test_every_speed_item_in_the_books_file_reads():
     for item in rep.load_published()["speed"]:
         rep.speed_row(item)                   # measured or not, never an error
+
+
+def test_a_single_published_run_counts_its_own_spread(tmp_path):
+    """A replication over n seeds against one published run: sigma^2 = var (1/n + 1/1), so a mean
+    that lands above the single draw by less than two such sigmas is within noise."""
+    write(tmp_path, "09_x", {"lift": 19.0, "per_seed": [17.6, 19.0, 20.4]})          # var 1.96
+    fig = {"chapter": 9, "figure": "x", "published": 16.2, "unit": 0.1, "source": "s", "ours": "09_x:lift",
+           "noise": "seeds", "seeds": "09_x:per_seed", "published_runs": 1}
+    v = rep.judge(fig, folder=tmp_path)
+    assert v.sigma == pytest.approx((1.96 * (1 / 3 + 1)) ** 0.5) and v.within     # 2.8 <= 2 * 1.62
+    assert not rep.judge({**fig, "published_runs": 3}, folder=tmp_path).within      # 2.8 > 2 * 1.14

@@ -12,7 +12,10 @@ Noise kinds:
     band        a target range the book set itself: within if inside it
     seed_range  a crossing point: within if the published value lies in the range of our single
                 seeds (the registry list named by ``seeds``)
-    seeds       sigma^2 = 2 * var(per-seed values) / n (the registry list named by ``seeds``)
+    seeds       sigma^2 = var(per-seed values) * (1/n + 1/m): our mean over n seeds (the registry
+                list named by ``seeds``) against a published figure from m runs (``published_runs``,
+                default n). A single published run (m = 1) is one draw with its own seed-to-seed
+                spread, so a replication that lands above it is not outside for having done better
     floor_set, trained
                 sigma measured by the caller (the report scores the policies on fresh floors)
 A figure with a sigma is within noise when |ours - published| <= 2 sigma; against a range, the
@@ -129,9 +132,11 @@ def judge(fig: dict, sigma: float | None = None, folder: str | Path | None = Non
         per_seed = [float(v) for v in registry_value(fig["seeds"], folder)]
         if len(per_seed) < 2:
             raise ValueError(f"{fig['seeds']}: need at least 2 seeds to measure their spread")
-        mean = sum(per_seed) / len(per_seed)
-        var = sum((v - mean) ** 2 for v in per_seed) / (len(per_seed) - 1)
-        sigma = math.sqrt(2 * var / len(per_seed))
+        n = len(per_seed)
+        m = fig.get("published_runs", n)
+        mean = sum(per_seed) / n
+        var = sum((v - mean) ** 2 for v in per_seed) / (n - 1)
+        sigma = math.sqrt(var * (1 / n + 1 / m))
     elif sigma is None or not (math.isfinite(sigma) and sigma >= 0):
         raise ValueError(f"figure {fig['figure']!r} ({kind}) needs its measured sigma, got {sigma!r}")
     return Verdict(ours, diff, float(sigma), abs(diff) <= 2 * sigma)

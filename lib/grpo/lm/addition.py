@@ -35,6 +35,7 @@ N_TEST, N_VAL = 2000, 500
 EVAL_SEED = 1234                  # the sampled test outcomes' generator
 EVAL_SAMPLES = 16                 # samples per test problem at T 0.7 (sampled accuracy, pass@k)
 EVAL_TEMPERATURE = 0.7
+MANY_PROBLEMS = 500              # pass@k to large k is drawn on the first 500 test problems
 MAX_NEW_TOKENS = 8                # '####', '▁', up to 3 digits, '<eos>', with room to spare
 
 # The model: nanoGPT's decoder at 2 layers, d 64 (108k parameters with this tokenizer).
@@ -65,6 +66,24 @@ def make_addition_splits() -> tuple[list[dict], list[dict], list[dict]]:
     return problems[N_TEST + N_VAL:], problems[N_TEST:N_TEST + N_VAL], problems[:N_TEST]
 
 
+def addends(problem: dict) -> tuple[int, int]:
+    """(a, b) of a problem ``a+b=``."""
+    a, b = problem["question"].rstrip("=").split("+")
+    return int(a), int(b)
+
+
+def carries(problem: dict) -> bool:
+    """Whether the units digits carry: 24+48 (4 + 8 = 12) does, 24+35 does not."""
+    a, b = addends(problem)
+    return a % 10 + b % 10 >= 10
+
+
+def commuted_twin_in_train(problems, train) -> list[bool]:
+    """For each problem a+b, whether b+a (a different problem when a != b) is in ``train``."""
+    seen = {addends(p) for p in train}
+    return [(b, a) in seen and a != b for a, b in map(addends, problems)]
+
+
 def addition_tokenizer() -> Tokenizer:
     """Chapter 7's BPE (single digits) trained on the task's text: 20 tokens, ``####`` one of them."""
     train, val, test = make_addition_splits()
@@ -88,9 +107,11 @@ def train_sft(seed: int = 0, cfg: SFTConfig = SFT_RECIPE):
 
 @dataclass(frozen=True)
 class Job:
-    start: int                          # SFT step of the start snapshot (a key of ``starts``)
+    start: int | str                    # the start snapshot: a key of ``starts`` (an SFT step, or a name)
     cfg: RunConfig | SFTConfig | None   # GRPO, continued SFT, or None: evaluate the start itself
     samples: int = EVAL_SAMPLES         # sampled test outcomes per problem (4 is enough for a mean)
+    many_samples: int = 0               # > 0: also this many samples on the first MANY_PROBLEMS test
+    #                                     problems (pass@k to large k)
 
 
 def _run(args) -> dict:
@@ -107,7 +128,27 @@ def _run(args) -> dict:
     elif isinstance(job.cfg, SFTConfig):
         out["history"] = sft(model, tok, train, val, job.cfg)
     out.update(outcomes(model, tok, test, job.samples, EVAL_TEMPERATURE, EVAL_SEED, MAX_NEW_TOKENS))
+    if job.many_samples:
+        out["many_sampled"] = outcomes(model, tok, test[:MANY_PROBLEMS], job.many_samples, EVAL_TEMPERATURE,
+                                       EVAL_SEED + 1, MAX_NEW_TOKENS)["sampled"]
     return out
+
+
+def _sft_endpoint(args) -> dict:
+    cfg, tok_json, seed = args
+    torch.set_num_threads(1)
+    tok = Tokenizer.from_str(tok_json)
+    train, val, _ = make_addition_splits()
+    model = addition_model(tok, seed)
+    history = sft(model, tok, train, val, cfg)
+    return {"steps": cfg.steps, "val_greedy": history["eval_greedy"][-1], "history": history,
+            "state": {k: v.detach().clone() for k, v in model.state_dict().items()}}
+
+
+def sft_endpoints(configs, tok: Tokenizer, seed: int = 0, workers: int = 2) -> list[dict]:
+    """SFT runs from the same initialisation (``seed``), one per config, in spawned workers: each
+    run's final weights (``state``, a start for ``run_jobs``) and its last validation greedy."""
+    return parallel_map(_sft_endpoint, [(c, tok.to_str(), seed) for c in configs], workers, desc="SFT runs")
 
 
 def run_jobs(jobs, starts: dict, tok: Tokenizer, workers: int = 2) -> list[dict]:
@@ -116,7 +157,7 @@ def run_jobs(jobs, starts: dict, tok: Tokenizer, workers: int = 2) -> list[dict]
     plus the GRPO ``log`` and validation ``evals`` (or the SFT ``history``). Results in job order."""
     jobs = list(jobs)
     for job in jobs:
-        if (job.start not in starts or job.samples < 1
+        if (job.start not in starts or job.samples < 1 or job.many_samples < 0
                 or not isinstance(job.cfg, (RunConfig, SFTConfig, type(None)))):
             raise ValueError(f"a job needs a start in starts and a RunConfig, SFTConfig or None: {job}")
     return parallel_map(_run, [(j, starts[j.start], tok.to_str()) for j in jobs], workers,
@@ -124,5 +165,6 @@ def run_jobs(jobs, starts: dict, tok: Tokenizer, workers: int = 2) -> list[dict]
 
 
 __all__ = ["problem", "make_addition_splits", "addition_tokenizer", "addition_model", "train_sft",
-           "Job", "run_jobs", "SFT_RECIPE", "GRPO_RECIPE", "MODEL", "EVAL_SEED", "EVAL_SAMPLES",
-           "EVAL_TEMPERATURE", "MAX_NEW_TOKENS", "N_TEST", "N_VAL"]
+           "Job", "run_jobs", "sft_endpoints", "carries", "commuted_twin_in_train", "SFT_RECIPE",
+           "GRPO_RECIPE", "MODEL", "EVAL_SEED", "EVAL_SAMPLES", "EVAL_TEMPERATURE", "MAX_NEW_TOKENS",
+           "MANY_PROBLEMS", "N_TEST", "N_VAL"]

@@ -48,7 +48,7 @@ from grpo.surrogate import clipped_surrogate
 
 from .model import logprobs_at_temperature  # noqa: F401  (re-exported: the loss reads log-probs at T)
 
-ADVANTAGES = ("zscore", "center", "raw")
+ADVANTAGES = ("zscore", "center", "rloo", "raw")
 AGGREGATIONS = ("sequence", "token", "constant")
 
 @dataclass(frozen=True)
@@ -56,7 +56,7 @@ class LossOptions:
     """``grpo_loss``'s options in one frozen place: ``PRESETS`` are instances, and ``RunConfig`` (our
     GPT) and ``HFConfig`` (Hugging Face models) extend it. It unpacks like a dict of exactly these
     fields, so ``grpo_loss(..., **cfg)`` passes a config's loss options and nothing else."""
-    advantage: str = "zscore"          # "zscore" | "center" (no std) | "raw" (no baseline)
+    advantage: str = "zscore"          # "zscore" | "center" (no std) | "rloo" (leave-one-out) | "raw"
     clip: bool = True
     eps_low: float = 0.2
     eps_high: float | None = None      # None: symmetric clip; 0.28: DAPO's clip-higher
@@ -114,13 +114,17 @@ def group_advantages(rewards, advantage: str = "zscore") -> torch.Tensor:
 
     "zscore": ``grpo.objectives.grpo_advantages`` on each group ((r - mean) / (std + 1e-8), population
     std; an all-equal group gives exactly 0). "center": r - mean, exactly 0 on all-equal groups.
-    "raw": r itself (no baseline: an all-right group still pushes every answer up).
+    "rloo": r_i minus the mean of the group's *other* G - 1 rewards, the leave-one-out baseline
+    of RLOO (Ahmadian et al. 2024), which is G / (G - 1) times "center": exactly 0 on all-equal
+    groups. "raw": r itself (no baseline: an all-right group still pushes every answer up).
     """
     r = _check_rewards(rewards).detach().cpu().double().numpy()
     if advantage == "zscore":
         adv = np.stack([grpo_advantages(group) for group in r])
-    elif advantage == "center":
+    elif advantage in ("center", "rloo"):
         adv = np.where((r == r[:, :1]).all(1, keepdims=True), 0.0, r - r.mean(1, keepdims=True))
+        if advantage == "rloo":                        # r_i - (sum r - r_i) / (G - 1)
+            adv = adv * r.shape[1] / (r.shape[1] - 1)
     elif advantage == "raw":
         adv = r
     else:

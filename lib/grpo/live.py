@@ -4,7 +4,7 @@ grid of curves that stands beside it in the book.
 A training run on the toy takes a fraction of a second, so a panel can re-run the chapter's
 protocol (``algos.run_seeds``) on every change and redraw the test-score curve against the
 ceiling. The static book cannot run callbacks: there ``grid_figure`` draws the same curves for a
-few precomputed values of one knob. In a chapter, the widget cell carries ``# NBVAL_IGNORE_OUTPUT``
+few precomputed values of one knob. In a chapter, the widget cell carries the ``nbval-ignore-output`` tag
 and prints no result; the grid figure beside it is an ordinary, checked output.
 
     from grpo import live

@@ -32,7 +32,8 @@ def _scripts_once(app, pagename, templatename, context, doctree):
         if not hasattr(script, "attributes"):              # a plain string entry
             unique.append(script)
             continue
-        key = (str(script.filename or ""), script.priority, tuple(sorted(script.attributes.items())))
+        attributes = tuple(sorted(script.attributes.items()))
+        key = (str(script.filename or ""), script.priority, attributes)
         if key not in seen:
             seen.add(key)
             unique.append(script)

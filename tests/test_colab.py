@@ -39,7 +39,7 @@ def test_cell_installs_the_clone_and_enters_its_chapters_outside(monkeypatch, tm
 
 
 def test_cell_clones_when_there_is_no_clone(monkeypatch, tmp_path):
-    source = colab.first_cell(URL).replace(f"os.path.isdir({colab.CLONE_DIR!r})", "False")
+    source = colab.first_cell(URL).replace(f'os.path.isdir("{colab.CLONE_DIR}")', "False")
     calls, _ = run_cell(source, monkeypatch, tmp_path, found=False)
     assert calls[0] == ["git", "clone", "--quiet", "--depth", "1", "--branch", "main", URL,
                         colab.CLONE_DIR]

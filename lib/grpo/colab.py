@@ -10,6 +10,7 @@ The repository URL is the one setting ``repository.url`` in ``_config.yml``;
 """
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -23,16 +24,22 @@ import subprocess
 import sys
 
 if importlib.util.find_spec("grpo") is None:
-    REPO, BRANCH = {repo!r}, {branch!r}
+    REPO, BRANCH = {repo}, {branch}
     if not REPO:
-        raise RuntimeError("set repository.url in the book's _config.yml, then regenerate this "
-                           "cell with `python -m grpo.colab`")
-    if not os.path.isdir({clone!r}):
-        subprocess.run(["git", "clone", "--quiet", "--depth", "1", "--branch", BRANCH, REPO,
-                        {clone!r}], check=True)
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "-e", {clone!r}], check=True)
-    sys.path.insert(0, os.path.abspath(os.path.join({clone!r}, "lib")))
-    os.chdir(os.path.join({clone!r}, "chapters"))
+        raise RuntimeError(
+            "set repository.url in the book's _config.yml, then regenerate this "
+            "cell with `python -m grpo.colab`"
+        )
+    if not os.path.isdir({clone}):
+        subprocess.run(
+            ["git", "clone", "--quiet", "--depth", "1", "--branch", BRANCH, REPO, {clone}],
+            check=True,
+        )
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--quiet", "-e", {clone}], check=True
+    )
+    sys.path.insert(0, os.path.abspath(os.path.join({clone}, "lib")))
+    os.chdir(os.path.join({clone}, "chapters"))
 '''
 
 
@@ -48,7 +55,10 @@ def first_cell(repo_url: str, branch: str = "main") -> str:
         raise ValueError(f"repo_url must be an https:// URL (or empty), got {repo_url!r}")
     if not re.fullmatch(r"[\w./-]+", branch):
         raise ValueError(f"branch must be a plain git branch name, got {branch!r}")
-    return FIRST_CELL.format(repo=repo_url.rstrip("/"), branch=branch, clone=CLONE_DIR)
+    # double-quoted literals, as ruff format writes them (the chapters are formatted with it)
+    return FIRST_CELL.format(
+        repo=json.dumps(repo_url.rstrip("/")), branch=json.dumps(branch), clone=json.dumps(CLONE_DIR)
+    )
 
 
 def configured_repository(config_path: str | Path | None = None) -> tuple[str, str]:

@@ -30,7 +30,7 @@ from .data import PROTOCOL, encode_problem, reference_answer, reward, strict_rew
 from .eval import completions, evaluate, outcomes, pass_at_k, rewards, score  # noqa: F401  (re-exported)
 from .grpo import LossOptions, dynamic_sampling, grpo_update
 from .model import DTYPE, completion_logprobs, sample
-from .train import SFTConfig, length_batches, sft, sft_loss
+from .train import SFTConfig, check_betas, length_batches, sft, sft_loss
 
 
 REWARDS = ("verifier", "strict", "short", "random")
@@ -267,6 +267,18 @@ class EIConfig:
     eval_samples: int = 4
     eval_temperature: float = 0.7
     seed: int = 0
+
+    def __post_init__(self):
+        """Every setting, at construction: a ValueError naming the field and its value."""
+        for name, low in (("iterations", 1), ("prompts", 1), ("G", 2), ("max_new_tokens", 1),
+                          ("warmup", 0), ("batch_size", 1), ("eval_every", 1), ("eval_problems", 1),
+                          ("eval_samples", 1), ("seed", 0)):
+            checks.integer(f"EIConfig.{name}", getattr(self, name), minimum=low)
+        for name in ("lr", "temperature", "eval_temperature", "grad_clip"):
+            checks.positive(f"EIConfig.{name}", getattr(self, name))
+        checks.non_negative("EIConfig.weight_decay", self.weight_decay)
+        check_betas("EIConfig.betas", self.betas)
+        checks.choice("EIConfig.keep", self.keep, ("verifier", "strict"))
 
 
 def expert_iteration(policy, tok, train: list[dict], test: list[dict], cfg: EIConfig) -> dict:

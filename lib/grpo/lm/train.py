@@ -22,6 +22,8 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
+from grpo import checks
+
 from .data import encode_problem, prompt_text  # noqa: F401  (re-exported)
 from .eval import completions, rewards  # noqa: F401  (re-exported)
 from .model import load
@@ -47,6 +49,27 @@ class SFTConfig:
     eval_problems: int = 200
     bucket: bool = True                # batch problems of similar length (less padding)
     seed: int = 0
+
+    def __post_init__(self):
+        """Every setting, at construction: a ValueError naming the field and its value."""
+        for name, low in (("steps", 1), ("batch_size", 1), ("warmup", 0), ("eval_every", 1),
+                          ("eval_problems", 1), ("seed", 0)):
+            checks.integer(f"SFTConfig.{name}", getattr(self, name), minimum=low)
+        checks.positive("SFTConfig.lr", self.lr)
+        checks.number("SFTConfig.min_lr_frac", self.min_lr_frac, minimum=0, maximum=1)
+        checks.non_negative("SFTConfig.weight_decay", self.weight_decay)
+        check_betas("SFTConfig.betas", self.betas)
+        checks.positive("SFTConfig.grad_clip", self.grad_clip)
+        checks.boolean("SFTConfig.bucket", self.bucket)
+
+
+def check_betas(name: str, betas) -> tuple:
+    """Adam's ``(beta1, beta2)``: two numbers in [0, 1)."""
+    if not isinstance(betas, (tuple, list)) or len(betas) != 2:
+        raise ValueError(f"{name} must be a pair (beta1, beta2), got {betas!r}")
+    for i, b in enumerate(betas):
+        checks.number(f"{name}[{i}]", b, minimum=0, maximum=1, high_open=True)
+    return tuple(betas)
 
 
 def lr_at(step: int, cfg: SFTConfig) -> float:

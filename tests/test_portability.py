@@ -103,3 +103,15 @@ def test_the_comparison_catches_a_code_change(probes):
     changed = lander_probe("ppo", lr_scale=1 + 1e-6)
     assert mismatches(probes["book"]["results"]["lander ppo"], changed)
     assert not mismatches(probes["book"]["results"]["lander ppo"], lander_probe("ppo"))
+
+
+def test_no_stored_output_names_an_absolute_path():
+    """A clone elsewhere re-executes to a different absolute path, so nbval would fail there."""
+    offenders = []
+    for path in sorted([*ROOT.glob("chapters/*.ipynb"), *ROOT.glob("book/*.ipynb")]):
+        for i, cell in enumerate(json.loads(path.read_text())["cells"]):
+            for out in cell.get("outputs", []):
+                text = "".join(out.get("text", [])) + "".join(out.get("data", {}).get("text/plain", []))
+                if str(ROOT) in text or "PosixPath('/" in text:
+                    offenders.append(f"{path.name} cell {i}")
+    assert not offenders, f"absolute paths in stored outputs: {offenders}"

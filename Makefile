@@ -50,12 +50,18 @@ lint: $(STAMP)
 	$(BIN)/ruff check --line-length 100 chapters book
 
 unit: $(STAMP)
-	$(BIN)/python -m pytest tests -q
+	$(BIN)/python -m pytest tests -q -n 2
 
+# Two notebooks at a time (the pins keep each kernel on one core), each whole on one worker, the
+# longest first so that the two workers finish together. A chapter that rewrites a file another
+# reads (a checkpoint, a registry) replaces it atomically (grpo.files), with the same bytes.
+LONGEST := chapters/09_grpo_addition.ipynb chapters/08_grpo_math.ipynb chapters/07_small_lm.ipynb \
+  chapters/06_lunar_lander.ipynb
+NBVAL_ORDER := $(filter $(NOTEBOOKS),$(LONGEST)) $(filter-out $(LONGEST),$(NOTEBOOKS)) $(PAGES)
 nbval: $(STAMP)
 	@test -n "$(NOTEBOOKS)" || { echo "no chapters/NN_*.ipynb found: nothing for nbval to test"; exit 1; }
-	$(BIN)/python -m pytest -q -p no:cacheprovider --nbval --nbval-current-env \
-	  --nbval-sanitize-with tests/nbval_sanitize.cfg $(NOTEBOOKS) $(PAGES)
+	$(BIN)/python -m pytest -q -p no:cacheprovider -n 2 --dist loadfile --no-loadscope-reorder \
+	  --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg $(NBVAL_ORDER)
 
 # --all: Sphinx builds incrementally and does not repeat an unchanged page's warnings.
 book-strict: $(STAMP)

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .files import write_text_atomically
+
 ENV_VAR = "GRPO_RESULTS_DIR"
 RTOL = 1e-9              # how far two runs' floats may differ and still be the same result
 ATOL = 1e-12             # ... near zero
@@ -66,11 +68,7 @@ def save_results(name: str, results: dict) -> Path:
         text = json.dumps(_plain(results), indent=2, sort_keys=True, allow_nan=False)
     except ValueError as err:
         raise ValueError(f"{name}: a result is NaN or inf ({err})") from None
-    folder = results_dir()
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{name}.json"
-    path.write_text(text + "\n")
-    return path
+    return write_text_atomically(results_dir() / f"{name}.json", text + "\n")
 
 
 def load_results(name: str) -> dict:

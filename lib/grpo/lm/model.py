@@ -45,6 +45,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 from safetensors.torch import load_file, save_file
 
+from grpo.files import write_atomically
+
 DTYPE = torch.float64        # the small models' compute precision (see the module docstring)
 CHECKPOINT_DTYPE = torch.float32
 
@@ -430,7 +432,7 @@ def save(model, path) -> bool:
     config = json.dumps(asdict(model.cfg), sort_keys=True)
     if Path(path).exists() and _same_checkpoint(path, state, config):
         return False
-    save_file(state, str(path), metadata={"config": config})
+    write_atomically(path, lambda tmp: save_file(state, str(tmp), metadata={"config": config}))
     return True
 
 

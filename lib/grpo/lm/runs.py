@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from grpo.files import write_text_atomically
 from grpo.pool import parallel_map
 
 from .data import PROTOCOL, step_count
@@ -195,7 +196,7 @@ def run(name: str) -> dict:
 def write(name: str, result: dict) -> Path:
     RUNS_DIR.mkdir(parents=True, exist_ok=True)
     path = RUNS_DIR / f"{name}.json"
-    path.write_text(json.dumps(result, indent=1) + "\n")
+    write_text_atomically(path, json.dumps(result, indent=1) + "\n")
     return path
 
 

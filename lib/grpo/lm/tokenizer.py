@@ -15,11 +15,12 @@ returned by ``encode``).
 """
 from __future__ import annotations
 
-from pathlib import Path
 
 from tokenizers import Regex
 from tokenizers import Tokenizer as HFTokenizer
 from tokenizers import decoders, models, pre_tokenizers, trainers
+
+from grpo.files import write_text_atomically
 
 SPECIALS = ["<pad>", "<eos>", "<unk>"]
 
@@ -62,8 +63,7 @@ class Tokenizer:
         return self.hf.to_str(pretty=True)
 
     def save(self, path) -> None:
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        Path(path).write_text(self.to_str() + "\n", encoding="utf-8")
+        write_text_atomically(path, self.to_str() + "\n")
 
     @property
     def vocab_size(self) -> int:

@@ -126,3 +126,12 @@ def test_sft_refuses_an_empty_eval_set_and_a_problem_longer_than_the_context(set
     with pytest.raises(ValueError, match="max_len"):
         sft(short, tok, train[:8], test, cfg)
     assert all(torch.equal(before[k], v) for k, v in short.state_dict().items())    # before any step
+
+
+def test_completions_refuses_zero_samples_and_batch(setup):
+    _, test, _ = setup
+    model = GPT(GPTConfig(vocab_size=64, n_layer=1, n_head=1, d_model=8, max_len=32))
+    with pytest.raises(ValueError, match="n must be"):
+        completions(model, None, test[:1], n=0, temperature=0.7)   # was a ZeroDivisionError
+    with pytest.raises(ValueError, match="batch must be"):
+        completions(model, None, test[:1], batch=0)

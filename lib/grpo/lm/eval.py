@@ -23,6 +23,10 @@ from .verifier import check_annotations, reference_answer, reward, strict_reward
 def completions(model, tok, problems, n=1, temperature=None, generator=None, top_p=1.0,
                 max_new_tokens=96, batch=256) -> list[list[str]]:
     """``n`` completions (texts) per problem: greedy if ``temperature`` is None, else sampled."""
+    if not isinstance(n, int) or n < 1:
+        raise ValueError(f"n must be an int >= 1 (completions per problem), got {n!r}")
+    if not isinstance(batch, int) or batch < 1:
+        raise ValueError(f"batch must be an int >= 1, got {batch!r}")
     if temperature is None and n != 1:
         raise ValueError(f"greedy decoding (temperature=None) gives one completion per problem, not "
                          f"n = {n}: pass a temperature to sample {n}")

@@ -62,10 +62,9 @@ VARIANT = replace(SWEEP, lr=VARIANT_LR)
 # SFT continued from chapter 7's checkpoint to the end of a 3,000-step cosine schedule.
 LONG_SFT = SFTConfig(steps=3000, batch_size=32, lr=3e-4, warmup=20, eval_every=500, eval_problems=200,
                      seed=1)
-# GRPO from the long-SFT model: lrs to run from it, each beside a random-reward arm at 5e-5. Empty
-# for now: at about 10 CPU-minutes a run they did not fit the session that re-made these runs in
-# float64; `python -m grpo.lm.runs` runs them once listed here (chapter 10 reads whatever is stored).
-FROM_LONG_SFT_LRS: tuple = ()
+# GRPO from the long-SFT model: three lrs (one seed each), beside a random-reward arm at 5e-5;
+# about 9 CPU-minutes a run.
+FROM_LONG_SFT_LRS: tuple = (1.5e-5, 5e-5, 1.5e-4)
 FROM_LONG_SFT = replace(SWEEP, iterations=40, eval_every=20, eval_at_start=True)
 PRACTICE = replace(SWEEP, iterations=60, lr=3e-4, beta=0.0, train_pool=64, eval_every=20, eval_at_start=True)
 # Practice's SFT controls on the same 64 problems: at GRPO's CPU (6.1 / 0.166 CPU-s a step, as

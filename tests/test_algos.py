@@ -87,6 +87,17 @@ def test_clip_mask_by_hand():
     assert not clip_mask(rho, adv, 10.0).any()
 
 
+def test_clip_mask_compares_in_rhos_precision_as_torch_does():
+    import torch
+    up, down = np.nextafter(np.float32(1.2), np.float32(2)), np.nextafter(np.float32(0.8), np.float32(0))
+    rho = np.float32([1.2, 0.8, up, down])          # float32(1.2) is 1.2000000477 in float64
+    adv = np.float32([1.0, -1.0, 1.0, -1.0])
+    mask = clip_mask(rho, adv, 0.2)
+    t_rho, t_adv = torch.from_numpy(rho), torch.from_numpy(adv)
+    t_mask = ((t_adv > 0) & (t_rho > 1 + 0.2)) | ((t_adv < 0) & (t_rho < 1 - 0.2))
+    assert mask.tolist() == t_mask.tolist() == [False, False, True, True]
+
+
 def test_clip_zeroes_exactly_the_steps_that_left_the_band_in_their_direction():
     W, S, moves, adv = random_batch(3, n=60)
     trace = []

@@ -49,11 +49,12 @@ def clip_mask(rho, adv, eps: float) -> np.ndarray:
     keeps the unclipped branch and its gradient.
     """
     rho, adv = _check_clip_args(rho, adv, eps)
-    return ((adv > 0) & (rho > 1 + eps)) | ((adv < 0) & (rho < 1 - eps))
+    high, low = rho.dtype.type(1 + eps), rho.dtype.type(1 - eps)   # the band in rho's own precision,
+    return ((adv > 0) & (rho > high)) | ((adv < 0) & (rho < low))  # as torch compares a float32 tensor
 
 
 def _check_clip_args(rho, adv, eps):
-    rho, adv = np.asarray(rho, dtype=float), np.asarray(adv, dtype=float)
+    rho, adv = (x if x.dtype.kind == "f" else x.astype(float) for x in map(np.asarray, (rho, adv)))
     if rho.shape != adv.shape:
         raise ValueError(f"rho and adv must have the same shape, got {rho.shape} and {adv.shape}")
     checks.non_negative("eps", eps)

@@ -1,0 +1,102 @@
+"""Chapter 9's grids of jobs, stored: ``stored_jobs(name, jobs, starts, tok)`` is ``run_jobs`` whose
+outcomes are kept in ``data/runs/09_addition/<name>.json``.
+
+The ablation grid, its replication on fresh seeds and the map of start points are some 200 short
+runs, most of chapter 9's CPU. The first execution runs them and writes the file; later ones read
+it back, as long as it holds exactly these jobs (each job's ``repr``: its start, config, seed and
+sample counts). A changed job runs again and rewrites the file, so the file follows the chapter's
+code as a registry does. The outcomes round-trip exactly (0/1 arrays as packed bits, floats as
+JSON's shortest repr), so a chapter prints the same from the file as from the runs.
+``tests/test_stored_jobs.py`` re-runs one job of each file and compares (``replay``).
+
+Wall-clock timings are not stored: they are not results, and they would make every re-run a diff.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from pathlib import Path
+
+import numpy as np
+
+from grpo.files import write_text_atomically
+
+from .addition import Job, run_jobs
+from .rl import RunConfig
+from .tokenizer import Tokenizer
+from .train import SFTConfig
+
+RUNS_DIR = Path(__file__).resolve().parents[3] / "data" / "runs" / "09_addition"
+TIMINGS = ("sample_s", "ref_s", "update_s")          # per-iteration seconds in a GRPO log
+
+
+def _pack(a: np.ndarray) -> dict:
+    if not np.isin(a, (0, 1)).all():
+        raise ValueError(f"only 0/1 outcomes are stored as bits, got values {np.unique(a)[:5]}")
+    bits = np.packbits(a.astype(bool).ravel()).tobytes().hex()
+    return {"shape": list(a.shape), "dtype": str(a.dtype), "bits": bits}
+
+
+def _unpack(d: dict) -> np.ndarray:
+    n = int(np.prod(d["shape"]))
+    bits = np.unpackbits(np.frombuffer(bytes.fromhex(d["bits"]), dtype=np.uint8))[:n]
+    return bits.astype(d["dtype"]).reshape(d["shape"])
+
+
+def to_json(out: dict) -> dict:
+    """One job's output as JSON: arrays packed, GRPO logs without their timings."""
+    plain = {}
+    for key, value in out.items():
+        if isinstance(value, np.ndarray):
+            plain[key] = _pack(value)
+        elif key == "log":
+            plain[key] = {k: v for k, v in value.items() if k not in TIMINGS}
+        else:
+            plain[key] = value
+    return plain
+
+
+def from_json(plain: dict) -> dict:
+    """``to_json``'s inverse: the arrays back as numpy, bit for bit."""
+    return {k: _unpack(v) if isinstance(v, dict) and "bits" in v else v for k, v in plain.items()}
+
+
+def job_spec(job: Job) -> dict:
+    """A job as JSON, enough to rebuild it (``job_from_spec``) and re-run it."""
+    cfg = None if job.cfg is None else {"type": type(job.cfg).__name__, **asdict(job.cfg)}
+    return {"start": job.start, "cfg": cfg, "samples": job.samples, "many_samples": job.many_samples}
+
+
+def job_from_spec(spec: dict) -> Job:
+    """``job_spec``'s inverse (JSON lists back to tuples)."""
+    cfg = spec["cfg"]
+    if cfg is not None:
+        kinds = {"RunConfig": RunConfig, "SFTConfig": SFTConfig}
+        if cfg.get("type") not in kinds:
+            raise ValueError(f"spec cfg type must be one of {list(kinds)}, got {cfg.get('type')!r}")
+        fields = {k: tuple(v) if isinstance(v, list) else v for k, v in cfg.items() if k != "type"}
+        cfg = kinds[spec["cfg"]["type"]](**fields)
+    return Job(spec["start"], cfg, spec["samples"], spec["many_samples"])
+
+
+def stored_jobs(name: str, jobs, starts: dict, tok: Tokenizer, workers: int = 2, folder=None) -> list[dict]:
+    """``run_jobs(jobs, starts, tok, workers)``, read from ``<folder>/<name>.json`` when that holds
+    these jobs, else run and written there (``folder``: ``RUNS_DIR`` by default)."""
+    if not isinstance(name, str) or not name.replace("_", "").isalnum():
+        raise ValueError(f"name must be letters, digits and '_', got {name!r}")
+    jobs = list(jobs)
+    if not all(isinstance(j, Job) for j in jobs):
+        raise ValueError("jobs must be grpo.lm.addition.Job instances")
+    path = Path(folder or RUNS_DIR) / f"{name}.json"
+    keys = [repr(j) for j in jobs]
+    if path.is_file():
+        stored = json.loads(path.read_text())
+        if stored["jobs"] == keys:
+            return [from_json(o) for o in stored["outputs"]]
+    outs = run_jobs(jobs, starts, tok, workers)
+    stored = {"jobs": keys, "specs": [job_spec(j) for j in jobs], "outputs": [to_json(o) for o in outs]}
+    write_text_atomically(path, json.dumps(stored, indent=0, sort_keys=True) + "\n")
+    return [from_json(to_json(o)) for o in outs]        # what a later read returns, exactly
+
+
+__all__ = ["stored_jobs", "to_json", "from_json", "job_spec", "job_from_spec", "RUNS_DIR"]

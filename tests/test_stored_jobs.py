@@ -1,0 +1,124 @@
+"""Chapter 9's stored job grids (grpo.lm.addition_runs): the storage is exact and keyed by the jobs,
+and one job of each stored file, re-run now from the same SFT start, reproduces it."""
+import json
+from dataclasses import replace
+
+import numpy as np
+import pytest
+import torch
+
+from grpo.lm import addition as A
+from grpo.lm import addition_runs as S
+from grpo.lm.rl import RunConfig
+from grpo.lm.train import SFTConfig
+from grpo.results import mismatches
+
+STORED = sorted(S.RUNS_DIR.glob("*.json"))
+
+
+# ----------------------------------------------------------------------------- storage
+
+
+def test_outputs_round_trip_bit_for_bit_without_timings():
+    rng = np.random.default_rng(0)
+    out = {"start": 550, "greedy": rng.integers(0, 2, 13).astype(float),
+           "sampled": rng.integers(0, 2, (13, 3)).astype(float),
+           "log": {"entropy_mean": [0.1 + 0.2, 1 / 3], "sample_s": [0.5], "update_s": [0.1], "ref_s": [0.2]},
+           "evals": {"greedy": [0.25]}}
+    back = S.from_json(json.loads(json.dumps(S.to_json(out))))
+    assert back["greedy"].dtype == out["greedy"].dtype and np.array_equal(back["greedy"], out["greedy"])
+    assert back["sampled"].shape == (13, 3) and np.array_equal(back["sampled"], out["sampled"])
+    assert back["log"] == {"entropy_mean": [0.1 + 0.2, 1 / 3]}           # exact floats, no timings
+    with pytest.raises(ValueError, match="0/1"):
+        S.to_json({"greedy": np.array([0.5])})
+
+
+def test_a_job_spec_rebuilds_the_same_job():
+    for job in (A.Job(550, replace(A.GRPO_RECIPE, lr=3e-4, seed=2), samples=4),
+                A.Job(10, replace(A.SFT_RECIPE, steps=105)), A.Job("annealed", None, 1, 256)):
+        spec = json.loads(json.dumps(S.job_spec(job)))
+        assert S.job_from_spec(spec) == job and repr(S.job_from_spec(spec)) == repr(job)
+    with pytest.raises(ValueError, match="cfg type"):
+        S.job_from_spec({"start": 1, "cfg": {"type": "Nope"}, "samples": 1, "many_samples": 0})
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    torch.manual_seed(0)
+    tok = A.addition_tokenizer()
+    starts = {0: A.addition_model(tok).state_dict()}
+    jobs = [A.Job(0, replace(A.GRPO_RECIPE, iterations=1, prompts=4, G=2, eval_every=1), samples=1),
+            A.Job(0, None, samples=1)]
+    return tok, starts, jobs
+
+
+def test_the_first_call_runs_and_stores_a_later_one_reads(tmp_path, tiny, monkeypatch):
+    tok, starts, jobs = tiny
+    first = S.stored_jobs("grid", jobs, starts, tok, workers=1, folder=tmp_path)
+    assert (tmp_path / "grid.json").is_file()
+
+    def no_runs(*args, **kwargs):
+        raise AssertionError("ran the jobs instead of reading them")
+
+    monkeypatch.setattr(S, "run_jobs", no_runs)
+    again = S.stored_jobs("grid", jobs, starts, tok, workers=1, folder=tmp_path)
+    assert not mismatches(first, again, rtol=0, atol=0)
+    changed = [jobs[0], replace(jobs[1], samples=2)]                   # another job: it must run
+    with pytest.raises(AssertionError, match="ran the jobs"):
+        S.stored_jobs("grid", changed, starts, tok, workers=1, folder=tmp_path)
+
+
+@pytest.mark.parametrize("name, jobs, match", [("a/b", [], "name"), ("grid", ["not a job"], "jobs")])
+def test_bad_input_is_a_clear_error(tmp_path, tiny, name, jobs, match):
+    tok, starts, _ = tiny
+    with pytest.raises(ValueError, match=match):
+        S.stored_jobs(name, jobs, starts, tok, folder=tmp_path)
+
+
+# ----------------------------------------------------------------------------- the stored files
+
+
+def test_chapter_9_stores_its_three_grids():
+    assert [p.stem for p in STORED] == ["ablations", "replication", "start_map"]
+
+
+@pytest.mark.parametrize("path", STORED, ids=[p.stem for p in STORED])
+def test_every_stored_job_is_complete_and_rebuilds_from_its_spec(path):
+    stored = json.loads(path.read_text())
+    assert len(stored["jobs"]) == len(stored["specs"]) == len(stored["outputs"]) > 0
+    for key, spec, out in zip(stored["jobs"], stored["specs"], stored["outputs"]):
+        job = S.job_from_spec(spec)
+        assert repr(job) == key
+        out = S.from_json(out)
+        assert out["greedy"].shape == (A.N_TEST,) and out["sampled"].shape == (A.N_TEST, job.samples)
+
+
+def _replayed_jobs():
+    """Per stored file, its first GRPO job and its first SFT job (if any) from the earliest start."""
+    picks = []
+    for path in STORED:
+        stored = json.loads(path.read_text())
+        jobs = [S.job_from_spec(s) for s in stored["specs"]]
+        first = min(j.start for j in jobs)
+        for kind in (RunConfig, SFTConfig):
+            i = next((i for i, j in enumerate(jobs) if j.start == first and isinstance(j.cfg, kind)), None)
+            if i is not None:
+                picks.append((path.stem, i, jobs[i], stored["outputs"][i]))
+    return picks
+
+
+@pytest.fixture(scope="module")
+def replays():
+    picks = _replayed_jobs()
+    last = max(job.start for _, _, job, _ in picks)
+    _, tok, history = A.train_sft(cfg=replace(A.SFT_RECIPE, steps=last, eval_every=10))
+    starts = dict(zip(history["eval_step"], history["states"]))
+    now = A.run_jobs([job for _, _, job, _ in picks], starts, tok)
+    return [(f"{name}[{i}]", S.from_json(stored), S.from_json(S.to_json(out)))
+            for (name, i, _, stored), out in zip(picks, now)]
+
+
+def test_one_job_of_each_stored_file_reproduces(replays):
+    assert {label.split("[")[0] for label, _, _ in replays} == {p.stem for p in STORED}
+    for label, stored, now in replays:
+        assert not mismatches(stored, now), f"{label}: " + "; ".join(mismatches(stored, now))

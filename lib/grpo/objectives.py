@@ -49,8 +49,8 @@ def clip_mask(rho, adv, eps: float) -> np.ndarray:
     keeps the unclipped branch and its gradient.
     """
     rho, adv = _check_clip_args(rho, adv, eps)
-    high, low = rho.dtype.type(1 + eps), rho.dtype.type(1 - eps)   # the band in rho's own precision,
-    return ((adv > 0) & (rho > high)) | ((adv < 0) & (rho < low))  # as torch compares a float32 tensor
+    high, low = rho.dtype.type(1 + eps), rho.dtype.type(1 - eps)  # in rho's precision, as torch does
+    return ((adv > 0) & (rho > high)) | ((adv < 0) & (rho < low))
 
 
 def _check_clip_args(rho, adv, eps):

@@ -279,3 +279,29 @@ def test_grpo_step_needs_one_answer_per_question(tiny):
         hf.grpo_step(model, None, tokenizer, optimizer, ["1 + 1?", "2 + 2?"], ["#### 2"], cfg, digits)
     with pytest.raises(ValueError, match="reference answer"):      # chapter 7's verifier: readable refs
         hf.grpo_step(model, None, tokenizer, optimizer, ["1 + 1?"], ["#### two"], cfg)
+
+
+def test_a_batch_reward_replaces_the_verifier_and_sees_which_completions_ended(tiny):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    model = AutoModelForCausalLM.from_pretrained(tiny / "model")
+    tokenizer = AutoTokenizer.from_pretrained(tiny / "model")
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    cfg = small_config(tiny, beta=0.0)                   # no reference model
+    seen = []
+
+    def reward(texts, answers, finished):
+        seen.append((texts, answers, finished))
+        return [float(f) for f in finished]
+    torch.manual_seed(0)
+    stats = hf.grpo_step(model, None, tokenizer, optimizer, ["1 + 1?", "2 + 2?"], ["two", "four"], cfg,
+                         reward=reward)                  # unreadable references: no verifier runs
+    texts, answers, finished = seen[0]
+    assert len(texts) == len(finished) == 2 * cfg.G and answers == ["two"] * cfg.G + ["four"] * cfg.G
+    assert stats["reward_mean"] == pytest.approx(sum(finished) / len(finished))
+
+
+def test_the_prompt_can_be_the_question_alone(tiny):
+    from transformers import AutoTokenizer
+    tokenizer = AutoTokenizer.from_pretrained(tiny / "model")
+    assert hf.INSTRUCTION in hf.prompt_text(tokenizer, "1 + 1?")
+    assert hf.prompt_text(tokenizer, "1 + 1?", "") == "Question: 1 + 1?\nAnswer:"

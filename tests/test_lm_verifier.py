@@ -26,3 +26,18 @@ def test_trl_reward_refuses_unequal_lengths():
     assert f(["#### 3", "#### 4"], answer=["#### 3", "#### 5"]) == [1.0, 0.0]
     with pytest.raises(ValueError):
         f(["#### 3", "#### 4"], answer=["#### 3"])
+
+
+@pytest.mark.parametrize("text, value", [("so she has 1,200.", "1200"), ("9 + 1 = 10 books.", "10"),
+                                         ("-3 left", "-3"), ("It costs $2.50", "2.5"), ("1, 2, 3.", "3"),
+                                         ("no number", None), ("x 1,2", None), (None, None)])
+def test_last_number_reads_the_number_a_prose_answer_ends_on(text, value):
+    from grpo.lm.verifier import last_number
+    assert last_number(text) == value
+
+
+def test_last_number_reward_is_an_exact_match_that_never_raises():
+    from grpo.lm.verifier import last_number_reward
+    assert last_number_reward("So he has 10 books.", "Kai buys 1: 9+1=<<9+1=10>>10 books.\n#### 10") == 1.0
+    assert last_number_reward("So he has 10 books, not 11.", "#### 10") == 0.0
+    assert last_number_reward(object(), "#### 10") == 0.0 and last_number_reward("10", object()) == 0.0

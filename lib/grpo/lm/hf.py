@@ -70,6 +70,7 @@ class HFConfig(LossOptions):
     chunk_groups: int = 1                       # groups per forward/backward (memory, not math)
     temperature: float = 1.0
     max_new_tokens: int = 300
+    instruction: str = INSTRUCTION              # appended to each question ("": the question alone)
     seed: int = 0
     device: str = "auto"                        # "auto" wants a GPU; "cpu" runs anyway (slowly)
     out: str = ""                               # save the trained model here when set
@@ -106,18 +107,21 @@ def trl_dataset(rows, tokenizer):
 
 # ----------------------------------------------------------------------------- one GRPO step
 
-def prompt_text(tokenizer, question: str) -> str:
-    """The question with the answer-format instruction, in the model's chat template if it has one."""
+def prompt_text(tokenizer, question: str, instruction: str = INSTRUCTION) -> str:
+    """The question with the answer-format instruction (none when ``instruction`` is ""), in the
+    model's chat template if it has one."""
+    content = f"{question}\n{instruction}" if instruction else question
     if getattr(tokenizer, "chat_template", None):
-        messages = [{"role": "user", "content": f"{question}\n{INSTRUCTION}"}]
+        messages = [{"role": "user", "content": content}]
         return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-    return f"Question: {question}\n{INSTRUCTION}\nAnswer:"
+    return f"Question: {content}\nAnswer:"
 
 
-def encode_prompts(tokenizer, questions, device="cpu"):
+def encode_prompts(tokenizer, questions, device="cpu", instruction: str = INSTRUCTION):
     """Each question's prompt once, left-padded: ``(prompt_ids, prompt_mask)``, both (B, P)."""
     tokenizer.padding_side = "left"
-    enc = tokenizer([prompt_text(tokenizer, q) for q in questions], return_tensors="pt", padding=True)
+    enc = tokenizer([prompt_text(tokenizer, q, instruction) for q in questions], return_tensors="pt",
+                    padding=True)
     return enc.input_ids.to(device), enc.attention_mask.to(device)
 
 
@@ -222,16 +226,21 @@ def group_logprobs(model, prompt_ids, prompt_mask, tokens, temperature: float):
     return logprobs_at_temperature(logits, tokens, temperature)
 
 
-def grpo_step(policy, ref, tokenizer, optimizer, questions, answers, cfg: HFConfig, verifier=None):
+def grpo_step(policy, ref, tokenizer, optimizer, questions, answers, cfg: HFConfig, verifier=None,
+              reward=None):
     """Sample, score, and ``cfg.reuse`` Adam steps on GRPO's loss; returns the logged stats.
 
     Sampling is ``sample_completions`` (a KV cache, each prompt read once); the reference and the
-    policy read the completions with ``group_logprobs`` (each prompt read once per pass).
+    policy read the completions with ``group_logprobs`` (each prompt read once per pass). Each
+    completion scores ``verifier(text, answer)``; ``reward(texts, answers, finished)``, when given,
+    scores the whole batch at once instead (B*G of each, ``finished``: it ended before the budget),
+    for rewards that need more than one text: a random reward at the batch's success rate, a
+    reward for finishing.
     """
     if len(answers) != len(questions) or not questions:
         raise ValueError(f"need one answer per question, and at least one question: got "
                          f"{len(questions)} questions, {len(answers)} answers")
-    if verifier is None:                       # chapter 7's verifier: each reference must be readable
+    if verifier is None and reward is None:    # chapter 7's verifier: each reference must be readable
         from grpo.lm.data import reference_answer
         for a in answers:
             reference_answer(a)
@@ -239,13 +248,17 @@ def grpo_step(policy, ref, tokenizer, optimizer, questions, answers, cfg: HFConf
     G = cfg.G
     t0 = time.perf_counter()
     policy.eval()
-    prompt_ids, prompt_mask = encode_prompts(tokenizer, questions, policy.device)
+    prompt_ids, prompt_mask = encode_prompts(tokenizer, questions, policy.device, cfg.instruction)
     tokens, _, mask = sample_completions(policy, prompt_ids, prompt_mask, G, cfg.temperature,
                                          cfg.max_new_tokens, tokenizer.eos_token_id, tokenizer.pad_token_id)
     texts = tokenizer.batch_decode(tokens, skip_special_tokens=True)     # pads after the eos drop out
     answers_per_completion = [a for a in answers for _ in range(G)]
-    rewards = torch.tensor([verifier(t, a) for t, a in zip(texts, answers_per_completion, strict=True)],
-                           dtype=torch.float32, device=tokens.device).reshape(len(questions), G)
+    if reward is None:
+        scores = [verifier(t, a) for t, a in zip(texts, answers_per_completion, strict=True)]
+    else:
+        finished = (tokens == tokenizer.eos_token_id).any(1).tolist()
+        scores = reward(texts, answers_per_completion, finished)
+    rewards = torch.tensor(scores, dtype=torch.float32, device=tokens.device).reshape(len(questions), G)
     t1 = time.perf_counter()
 
     def logprobs(model, rows):                     # rows: a slice of whole groups

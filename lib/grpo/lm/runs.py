@@ -192,9 +192,10 @@ def run(name: str) -> dict:
     return out
 
 
-def write(name: str, result: dict) -> Path:
-    RUNS_DIR.mkdir(parents=True, exist_ok=True)
-    path = RUNS_DIR / f"{name}.json"
+def write(name: str, result: dict, directory: Path = RUNS_DIR) -> Path:
+    """Store a run as ``directory/NAME.json`` (replaced atomically)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"{name}.json"
     write_text_atomically(path, json.dumps(result, indent=1) + "\n")
     return path
 
@@ -203,11 +204,11 @@ def _run_and_write(name: str) -> str:
     return str(write(name, run(name)))
 
 
-def load_run(name: str) -> dict:
-    """A stored run, as ``run`` returned it; a clear error if it was never run."""
-    path = RUNS_DIR / f"{name}.json"
+def load_run(name: str, directory: Path = RUNS_DIR, module: str = "grpo.lm.runs") -> dict:
+    """A stored run, as ``run`` returned it; a clear error, naming the command, if it was never run."""
+    path = directory / f"{name}.json"
     if not path.exists():
-        raise FileNotFoundError(f"no stored run {name!r} in {RUNS_DIR}: run `python -m grpo.lm.runs {name}`")
+        raise FileNotFoundError(f"no stored run {name!r} in {directory}: run `python -m {module} {name}`")
     return json.loads(path.read_text())
 
 

@@ -5,7 +5,8 @@ trailing units and punctuation are handled) and normalises it; ``reward(completi
 1.0 on an exact match, else 0.0, and never raises (an unreadable reference scores 0).
 ``reference_answer(answer)`` reads a reference and raises ValueError when it is unreadable: the
 trainers' scoring checks references with it first, so a data bug cannot hide as all-zero groups.
-``strict_reward`` also requires every ``<<expr=value>>`` to be right. ``check_annotations(text)``
+``last_number_reward`` reads the last number instead of ``####``'s, for a model that answers in
+prose. ``strict_reward`` also requires every ``<<expr=value>>`` to be right. ``check_annotations(text)``
 recomputes each annotation with ``safe_arith``, a tiny parser for + - * / and parentheses: model
 text is never passed to ``eval``.
 """
@@ -83,6 +84,31 @@ def reward(completion, answer) -> float:
         ref = _reference(answer)
         got = extract_answer(completion)
         return 1.0 if ref is not None and got == ref else 0.0
+    except Exception:                                         # malformed input scores 0
+        return 0.0
+
+
+def last_number(text) -> str | None:
+    """The last number in ``text``, normalised (``"so she has 1,200."`` gives ``"1200"``), or None.
+
+    For a model that answers in prose and never writes ``####`` (chapter 11's pretrained model):
+    the number it ends on is its answer. Looser than ``extract_answer``, and so gameable: a text
+    that lists every number up to the right one ends on it.
+    """
+    if not isinstance(text, str):
+        return None
+    numbers = _NUMBER.findall(text)
+    if not numbers:
+        return None
+    number = numbers[-1].rstrip(",")
+    return normalize_number(number) if _GROUPED.fullmatch(number.lstrip("-\u2212$")) else None
+
+
+def last_number_reward(completion, answer) -> float:
+    """1.0 if the completion's last number equals the reference's, else 0.0. Never raises."""
+    try:
+        ref = _reference(answer)
+        return 1.0 if ref is not None and last_number(completion) == ref else 0.0
     except Exception:                                         # malformed input scores 0
         return 0.0
 

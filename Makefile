@@ -20,7 +20,7 @@ help:
 	@echo "make lab      open the chapters in JupyterLab"
 	@echo "make execute  re-run every chapter in place (after a change)"
 	@echo "make bench    time the experiments (bench/)"
-	@echo "make full     re-run chapter 8's stored long runs into data/runs/ (CPU-hours)"
+	@echo "make full     re-run chapters 8, 10 and 11's stored long runs into data/runs/ (CPU-hours)"
 
 $(STAMP): requirements.txt pyproject.toml
 	@python3 -c 'import sys; sys.exit(sys.version_info < (3, 10))' || \
@@ -85,9 +85,11 @@ execute: $(STAMP)
 bench: $(STAMP)
 	@for f in bench/*.py; do echo "== $$f"; $(BIN)/python $$f; done
 
-# Chapter 8's runs too long for nbval, stored in data/runs/ (tests/test_stored_runs.py replays each).
+# Chapters 8, 10 and 11's runs too long for nbval, stored in data/runs/ (tests/test_stored_runs.py
+# and tests/test_pretrained_runs.py replay them).
 full: $(STAMP)
 	$(BIN)/python -m grpo.lm.runs --all --workers 2
+	$(BIN)/python -m grpo.lm.pretrained --all --workers 2
 
 clean:
 	rm -rf _build

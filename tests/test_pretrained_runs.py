@@ -1,0 +1,50 @@
+"""Chapter 11's stored runs are what this code produces: the first two GRPO iterations of
+``grpo_seed0`` re-run from the wheel's model (the sampled completions, the verifier's rewards, the
+loss and its diagnostics; the second iteration samples from the first update), and the registry's
+recipe is the one the runs used."""
+import json
+
+import pytest
+import torch
+
+from grpo.lm import pretrained as P
+from grpo.results import mismatches
+
+
+def test_every_stored_run_used_todays_recipe_and_evaluation():
+    for name, spec in P.RUNS.items():
+        run = P.load_run(name)
+        assert run["spec"] == json.loads(json.dumps(P.asdict(spec))), name
+        assert run["recipe"] == P.asdict(P.RECIPE), name
+        assert len(run["held_out"]["one_step"]["greedy"]) == P.ONE_STEP, name
+        assert len(run["held_out"]["two_step"]["greedy"]) == P.TWO_STEP, name
+
+
+def test_the_first_two_iterations_replay():
+    torch.set_num_threads(1)
+    stored, fresh = P.replay("grpo_seed0", n=2)
+    assert fresh["first_batch"]["texts"] == stored["first_batch"]["texts"], (
+        "the sampled completions differ: if the code is unchanged, this CPU's float32 kernels round "
+        "differently (README, 'Reproducibility')")
+    assert mismatches(stored, fresh, rtol=P.REPLAY_RTOL) == []
+
+
+def test_the_replay_check_sees_a_changed_loss_or_text():
+    stored = {"log": [{"loss": 0.0123, "kl_mean": 1e-4}], "first_batch": {"texts": ["8 apples"]}}
+    moved = {"log": [{"loss": 0.0123 * (1 + 1e-4), "kl_mean": 1e-4}], "first_batch": {"texts": ["8 apples"]}}
+    other = {"log": [{"loss": 0.0123, "kl_mean": 1e-4}], "first_batch": {"texts": ["9 apples"]}}
+    assert mismatches(stored, moved, rtol=P.REPLAY_RTOL) and mismatches(stored, other, rtol=P.REPLAY_RTOL)
+
+
+def test_a_reward_blind_to_the_answer_pays_what_it_says():
+    coin, seen = torch.Generator().manual_seed(0), {}
+    texts, answers = ["so 8.", "so 7.", "no number", "so 8."], ["#### 8"] * 4
+    finish = P.batch_reward("finish", coin, seen)
+    assert finish(texts, answers, [True, True, True, False]) == [1.0, 1.0, 0.0, 0.0]
+    assert seen["correct"] == [1.0, 0.0, 0.0, 1.0]
+    assert P.batch_reward("verifier", coin, {})(texts, answers, [True] * 4) == [1.0, 0.0, 0.0, 1.0]
+    paid = [P.batch_reward("random", coin, {})(texts * 250, answers * 250, [True] * 1000) for _ in range(2)]
+    assert all(abs(sum(p) / 1000 - 0.5) < 0.06 for p in paid) and paid[0] != paid[1]
+    assert P.batch_reward("random", coin, {})(texts[1:3], answers[1:3], [True] * 2) == [0.0, 0.0]
+    with pytest.raises(ValueError, match="reward must be one of"):
+        P.batch_reward("length", coin, {})

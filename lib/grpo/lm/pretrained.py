@@ -267,9 +267,11 @@ def lift(names, against: str = "start", part: str = "one_step"):
 
 
 TIMINGS = ("sample_s", "ref_s", "update_s", "cpu_s")
-# Texts and rewards must match exactly; floats to REPLAY_RTOL: this float32 model's sums may round
-# differently on another CPU (README, "Reproducibility"), and a code change moves them far more.
-REPLAY_RTOL = 1e-5
+# Texts and rewards must match exactly; floats to REPLAY_RTOL: this float32 model's sums round
+# differently on another CPU (README, "Reproducibility": ATen's default kernels with MKL COMPATIBLE
+# moved the second iteration's loss and KL by 1.2e-5 relative, every completion the same), and a
+# code change moves them far more.
+REPLAY_RTOL = 1e-4
 
 
 def replay(name: str = "grpo_seed0", n: int = 2) -> tuple[dict, dict]:

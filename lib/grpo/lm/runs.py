@@ -192,8 +192,10 @@ def run(name: str) -> dict:
     return out
 
 
-def write(name: str, result: dict, directory: Path = RUNS_DIR) -> Path:
-    """Store a run as ``directory/NAME.json`` (replaced atomically)."""
+def write(name: str, result: dict, directory: Path | None = None) -> Path:
+    """Store a run as ``directory/NAME.json`` (default ``RUNS_DIR``, read at the call; replaced
+    atomically)."""
+    directory = RUNS_DIR if directory is None else directory
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / f"{name}.json"
     write_text_atomically(path, json.dumps(result, indent=1) + "\n")
@@ -204,8 +206,10 @@ def _run_and_write(name: str) -> str:
     return str(write(name, run(name)))
 
 
-def load_run(name: str, directory: Path = RUNS_DIR, module: str = "grpo.lm.runs") -> dict:
-    """A stored run, as ``run`` returned it; a clear error, naming the command, if it was never run."""
+def load_run(name: str, directory: Path | None = None, module: str = "grpo.lm.runs") -> dict:
+    """A stored run, as ``run`` returned it (from ``directory``, default ``RUNS_DIR`` read at the
+    call); a clear error, naming the command, if it was never run."""
+    directory = RUNS_DIR if directory is None else directory
     path = directory / f"{name}.json"
     if not path.exists():
         raise FileNotFoundError(f"no stored run {name!r} in {directory}: run `python -m {module} {name}`")

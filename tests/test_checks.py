@@ -47,11 +47,10 @@ def test_bounds_and_messages_name_the_argument_and_the_value():
 
 
 # Every config refuses the same kinds of bad value at construction: a negative or zero count, a bool
-# or a string where a number goes, a non-bool flag, an unknown choice. (The toy's configs, chapters
-# 2-4, still use algos.py's own checkers, which accept 2.0 as a count: left as they are.)
+# or a string where a number goes, a non-bool flag, an unknown choice.
 CONFIGS = [
-    (ReinforceConfig, {"updates": 0, "G": 1.5, "lr": -0.1}),
-    (PPOConfig, {"eps": -0.1, "passes": 0}),
+    (ReinforceConfig, {"updates": 0, "G": 1.5, "lr": -0.1, "eval_every": 2.0}),
+    (PPOConfig, {"eps": -0.1, "passes": 0, "critic_lr": True, "adv_norm": "yes"}),
     (ToyGRPOConfig, {"averaging": "per_step", "G": 1}),
     (LossOptions, {"advantage": "zscor", "clip": "off", "beta": -0.01, "aggregation": "tokens"}),
     (RunConfig, {"iterations": -1, "G": 1, "lr": 0, "reuse": 2.0, "dynamic_sampling": "no",
@@ -99,3 +98,10 @@ def test_numpy_values_pass_where_python_values_do():
     assert SFTConfig(lr=np.float32(1e-3), steps=np.int64(10)).steps == 10
     np.testing.assert_array_equal(grpo_advantages(np.array([1.0, 0.0]), eps=np.float32(1e-4)),
                                   grpo_advantages(np.array([1.0, 0.0]), eps=float(np.float32(1e-4))))
+
+
+def test_the_toy_configs_take_numpy_scalars_and_refuse_a_float_count():
+    c = ReinforceConfig(lr=np.float32(0.25), G=np.int64(4), updates=np.int32(3))
+    assert c.G == 4 and c.updates == 3
+    with pytest.raises(ValueError, match=r"passes must be an int >= 1, got 2.0"):
+        ToyGRPOConfig(passes=2.0)

@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 
 import numpy as np
 
-from . import lava
+from . import checks, lava
 from .lava import N_SENSORS, play_steps
 from .objectives import clip_mask, grpo_advantages  # noqa: F401  (re-exported)
 
@@ -68,37 +68,13 @@ def _check_per_step(name, x, n):
     return x
 
 
-def _check_number(name, x):
-    if isinstance(x, bool) or not isinstance(x, (int, float, np.integer, np.floating)):
-        raise TypeError(f"{name} must be a number, got {type(x).__name__} {x!r}")
-
-
-def _check_positive(name, x):
-    _check_number(name, x)
-    if not np.isfinite(x) or x <= 0:
-        raise ValueError(f"{name} must be > 0, got {x}")
-
-
-def _check_eps(x):
-    _check_number("eps", x)
-    if not (np.isfinite(x) and x >= 0):
-        raise ValueError(f"eps must be >= 0, got {x}")
-
-
-def _check_count(name, x, minimum):
-    _check_number(name, x)
-    if int(x) != x or x < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {x}")
-    return int(x)
-
-
 def _check_update_args(W, S, moves, adv, lr, eps, passes, trace, divisors):
     """All of ``clipped_update``'s input checks; returns the arrays it works on."""
     W, S, moves = _check_batch(W, S, moves)
     adv = _check_per_step("adv", adv, len(S))
-    _check_positive("lr", lr)
-    _check_eps(eps)
-    _check_count("passes", passes, 1)
+    checks.positive("lr", lr)
+    checks.non_negative("eps", eps)
+    checks.integer("passes", passes, minimum=1)
     if trace is not None and not isinstance(trace, list):
         raise ValueError("trace must be a list (it receives one PassTrace per pass) or None")
     if divisors is None:
@@ -218,8 +194,8 @@ def _check_fit_args(v, S, targets, lr, passes):
     v = _check_critic(v)
     _, S, _, targets = _check_batch(np.zeros((N_SENSORS, 2)), S,
                                     np.zeros(len(np.atleast_1d(S)), int), targets=targets)
-    _check_positive("lr", lr)
-    return v, S, targets, _check_count("passes", passes, 1)
+    checks.positive("lr", lr)
+    return v, S, targets, checks.integer("passes", passes, minimum=1)
 
 
 CRITIC_BLOWUP = 1e6   # a least-squares fit of scores in [0, 1] on 0/1 sensors never gets near it
@@ -262,22 +238,21 @@ class GRPOConfig(ReinforceConfig):
 
 
 def _check_config(c):
-    _check_count("updates", c.updates, 1)
-    _check_count("G", c.G, 1)
+    checks.integer("updates", c.updates, minimum=1)
+    checks.integer("G", c.G, minimum=1)
     if isinstance(c, GRPOConfig) and c.G < 2:
         raise ValueError(f"GRPO compares runs within a group: G must be >= 2, got {c.G}")
-    _check_positive("lr", c.lr)
-    _check_count("eval_every", c.eval_every, 1)
+    checks.positive("lr", c.lr)
+    checks.integer("eval_every", c.eval_every, minimum=1)
     if isinstance(c, (PPOConfig, GRPOConfig)):
-        _check_eps(c.eps)
-        _check_count("passes", c.passes, 1)
+        checks.non_negative("eps", c.eps)
+        checks.integer("passes", c.passes, minimum=1)
     if isinstance(c, PPOConfig):
-        _check_positive("critic_lr", c.critic_lr)
-        _check_count("critic_passes", c.critic_passes, 1)
-        if not isinstance(c.adv_norm, (bool, np.bool_)):
-            raise TypeError(f"adv_norm must be True or False, got {c.adv_norm!r}")
-    if isinstance(c, GRPOConfig) and c.averaging not in AVERAGING:
-        raise ValueError(f"averaging must be one of {AVERAGING}, got {c.averaging!r}")
+        checks.positive("critic_lr", c.critic_lr)
+        checks.integer("critic_passes", c.critic_passes, minimum=1)
+        checks.boolean("adv_norm", c.adv_norm)
+    if isinstance(c, GRPOConfig):
+        checks.choice("averaging", c.averaging, AVERAGING)
 
 
 def _config(kind, config, changes):
@@ -311,7 +286,7 @@ def step_divisors(run, G: int, averaging: str = "batch_steps") -> np.ndarray:
 
 def _check_runs(run, G):
     run = np.asarray(run)
-    G = _check_count("G", G, 1)
+    G = checks.integer("G", G, minimum=1)
     if run.ndim != 1 or len(run) == 0 or not np.issubdtype(run.dtype, np.integer) \
             or run.min() < 0 or run.max() >= G:
         raise ValueError(f"run must be a non-empty vector of run indices in 0..{G - 1}")
@@ -562,5 +537,5 @@ def exact_gradient(W, floors, h: float = 1e-5) -> np.ndarray:
 
 
 def _check_gradient_args(W, h):
-    _check_positive("h", h)
+    checks.positive("h", h)
     return lava.check_weights(W)

@@ -28,6 +28,7 @@ BROKEN = HEAD + (
     '<div style="width: 900px">a wide block with no scroll box of its own</div>'
     '<img src="https://example.org/remote.png">'                        # a request off localhost
     '<script>undefinedFunction()</script>'                              # a JavaScript error
+    '<p>the patterns `L..` and <span class="pasted-text" style="font-weight: 700">7</span></p>'  # glue leaks
 ) + TAIL
 
 
@@ -50,7 +51,9 @@ def test_a_broken_site_fails_and_a_clean_one_passes(tmp_path):
     assert "1 failed, 1 passed" in out, out
     for fault in ("image did not load: ", "math not rendered", "link to a missing file: nowhere.html",
                   "link to a missing anchor: ok.html#no-such-anchor", "horizontal overflow at 390 px",
-                  "request leaving localhost: https://example.org/remote.png", "JavaScript error"):
+                  "request leaving localhost: https://example.org/remote.png", "JavaScript error",
+                  "literal backtick in prose: the patterns `L..`",
+                  "glued value in bold where the prose is not: 7"):
         assert fault in out, f"not reported: {fault}\n{out}"
     shots = sorted(p.name for p in (tmp_path / "shots").glob("*.png"))
     assert shots == ["book__broken-desktop.png", "book__broken-phone.png",

@@ -11,6 +11,8 @@ For each page it checks that
   * every image loaded (naturalWidth > 0) and every visible one has a non-zero size;
   * every jshtml animation shows its frame and its controls (slider, buttons with their icons);
   * math rendered: every math node holds MathJax output, and no raw `$$` is left in the text;
+  * no literal backtick in prose (glue pastes plain text), and no glued value in bold unless the
+    sentence around it is;
   * every internal link points to a page that exists, and to an anchor that exists on it, and the
     download button links the page's source (.ipynb or .md);
   * at 390 px the page has no horizontal overflow (wide equations, tables and code scroll inside
@@ -193,6 +195,19 @@ CHECK_JS = r"""() => {
                     icons: buttons.filter(b => { const i = b.querySelector('svg, i');
                       return i && i.getBoundingClientRect().width > 0; }).length});
   }
+  // glue pastes plain text: a backtick meant as code shows literally in the sentence
+  out.backticks = [];
+  const prose = document.createTreeWalker(article, NodeFilter.SHOW_TEXT);
+  while (prose.nextNode()) {
+    const t = prose.currentNode;
+    const inCode = t.parentElement.closest('pre, code, script, style, .highlight, mjx-container');
+    if (t.textContent.includes('`') && !inCode)
+      out.backticks.push(t.textContent.trim().slice(0, 60));
+  }
+  // a glued value is part of its sentence: bold only where the prose makes it bold
+  out.boldGlue = [...article.querySelectorAll('span.pasted-text')]
+    .filter(e => parseInt(getComputedStyle(e).fontWeight) >= 600 && !e.closest('strong, b, th'))
+    .map(e => e.textContent.trim().slice(0, 40));
   for (const a of document.querySelectorAll('a[href]')) out.links.push(a.getAttribute('href'));
   out.download = [...document.querySelectorAll('a[href*="_sources/"]')].map(a => a.getAttribute('href'));
   return out;
@@ -267,6 +282,8 @@ def test_page(rel, server, browser):
                 elif not img["hidden"] and (img["w"] == 0 or img["h"] == 0):
                     failures.append(f"image drawn with zero size: {img['src']}")
             failures += [f"math not rendered: {m}" for m in found["rawMath"]]
+            failures += [f"literal backtick in prose: {t}" for t in found["backticks"]]
+            failures += [f"glued value in bold where the prose is not: {t}" for t in found["boldGlue"]]
             for k, anim in enumerate(found["anims"]):
                 if not (anim["frame"] > 0 and anim["slider"] and anim["buttons"] >= 8
                         and anim["drawnButtons"] == anim["buttons"] and anim["icons"] == anim["buttons"]):

@@ -282,6 +282,21 @@ def test_logprobs_at_temperature_are_the_sampling_distribution():
         assert all(torch.equal(a, b) for a, b in zip(ours, logprobs_at_temperature(logits, tokens, float(T))))
 
 
+
+def test_the_entropy_is_logged_without_a_gradient_and_can_be_skipped():
+    g = torch.Generator().manual_seed(1)
+    logits = torch.randn(2, 3, 7, generator=g, dtype=torch.float64, requires_grad=True)
+    tokens = torch.randint(0, 7, (2, 3), generator=g)
+    logp, entropy = logprobs_at_temperature(logits, tokens, 0.7)
+    assert logp.requires_grad and not entropy.requires_grad
+    only, none = logprobs_at_temperature(logits, tokens, 0.7, entropy=False)
+    assert none is None and torch.equal(only, logp)
+    grad = torch.autograd.grad(logp.sum(), logits)[0]               # d log p(tok) / d logits / T
+    p = torch.softmax(logits.detach() / 0.7, -1)
+    expected = (torch.nn.functional.one_hot(tokens, 7) - p) / 0.7
+    assert torch.allclose(grad, expected)
+
+
 # ---------------------------------------------------------------------------------------------
 # K optimizer steps on one sampled batch
 

@@ -49,7 +49,7 @@ def clip_mask(rho, adv, eps: float) -> np.ndarray:
     keeps the unclipped branch and its gradient.
     """
     rho, adv = _check_clip_args(rho, adv, eps)
-    high, low = rho.dtype.type(1 + eps), rho.dtype.type(1 - eps)  # in rho's precision, as torch does
+    high, low = rho.dtype.type(1 + eps), rho.dtype.type(1 - eps)  # in rho's precision, as torch
     return ((adv > 0) & (rho > high)) | ((adv < 0) & (rho < low))
 
 

@@ -100,8 +100,8 @@ def paired_lift(before, after, n_boot: int = 4000, seed: int = 0) -> Lift:
         raise ValueError(f"before {b.shape} and after {a.shape} must score the same problems "
                          "(before has 1 row or one row per seed)")
     if b.shape[1] < 2:
-        raise ValueError(f"a paired interval needs at least 2 problems, got {b.shape[1]}: resampling one "
-                         "problem gives an interval of zero width")
+        raise ValueError(f"a paired interval needs at least 2 problems, got {b.shape[1]}: "
+                         "resampling one problem gives an interval of zero width")
     n_boot = checks.integer("n_boot", n_boot, minimum=100)
     d = 100.0 * (a - b)                                          # (S, P) per-problem lift, points
     S, P = d.shape

@@ -28,7 +28,8 @@ def outcome_advantages(returns, group_size: int) -> np.ndarray:
     """
     R = np.asarray(returns, dtype=float)
     if group_size < 2 or R.ndim != 1 or len(R) == 0 or len(R) % group_size:
-        raise ValueError(f"need G >= 2 and a whole number (>= 1) of groups, got G={group_size}, {R.shape}")
+        raise ValueError(f"need G >= 2 and a whole number (>= 1) of groups, got G={group_size}, "
+                         f"{R.shape}")
     return np.concatenate([grpo_advantages(g, eps=GROUP_EPS) for g in R.reshape(-1, group_size)])
 
 
@@ -41,7 +42,8 @@ def time_baseline(to_go, group_size: int) -> np.ndarray:
     """Per step, the mean return-to-go of its group's episodes at the same step index (an episode
     that has ended counts 0): a baseline that depends on time, not on the state."""
     if group_size < 2 or not to_go or len(to_go) % group_size:
-        raise ValueError(f"need G >= 2 and a whole number (>= 1) of groups, got G={group_size}, {len(to_go)}")
+        raise ValueError(f"need G >= 2 and a whole number (>= 1) of groups, got G={group_size}, "
+                         f"{len(to_go)}")
     out = []
     for g in range(0, len(to_go), group_size):
         group = to_go[g:g + group_size]
@@ -66,7 +68,8 @@ def process_advantages(rewards, eps: float = GROUP_EPS) -> list:
     then each step's advantage is the sum of the normalised rewards from it to its episode's end.
     """
     if len(rewards) < 2 or min(map(len, rewards)) < 1:
-        raise ValueError(f"a group needs G >= 2 episodes of >= 1 step, got lengths {list(map(len, rewards))}")
+        raise ValueError(f"a group needs G >= 2 episodes of >= 1 step, got lengths "
+                         f"{list(map(len, rewards))}")
     flat = np.concatenate([np.asarray(r, float) for r in rewards])
     if not np.isfinite(flat).all():
         raise ValueError("rewards contain NaN or inf")
@@ -102,7 +105,8 @@ def gae(rewards, values, dones, last_values, gamma: float, lam: float):
 
 
 def grpo_loss(logp, logp_old, logp_ref, adv, w, clip: float, beta: float):
-    """-mean(w * (surrogate - beta * k3)): the GRPO objective as a loss; also returns (clipped, k3)."""
+    """-mean(w * (surrogate - beta * k3)): the GRPO objective as a loss; also returns
+    (clipped, k3)."""
     surr, clipped = clipped_surrogate(logp, logp_old, adv, clip)
     k3 = kl_k3(logp, logp_ref)
     return -(w * (surr - beta * k3)).mean(), clipped, k3
@@ -134,8 +138,9 @@ def _logits_grad(logp_all, actions, d_logp) -> np.ndarray:
 
 
 def grpo_loss_grad(logits, actions, logp_old, logp_ref, adv, w, clip: float, beta: float):
-    """``grpo_loss``'s gradient with respect to the logits, in closed form (the tests check it against
-    autograd); k3's slope in logp is 1 - exp(logp_ref - logp). Returns (d loss/d logits, clipped, k3)."""
+    """``grpo_loss``'s gradient with respect to the logits, in closed form (the tests check it
+    against autograd); k3's slope in logp is 1 - exp(logp_ref - logp). Returns
+    (d loss/d logits, clipped, k3)."""
     _check_rows(logits, actions, logp_old, logp_ref, adv, w)
     logp_all = log_softmax(logits)
     logp = logp_all[np.arange(len(actions)), actions]
@@ -150,7 +155,8 @@ def ppo_loss_grad(logits, actions, logp_old, adv, clip: float, ent_coef: float):
     Returns (d loss / d logits, clipped)."""
     _check_rows(logits, actions, logp_old, adv)
     logp_all = log_softmax(logits)
-    slope, clipped = surrogate_slope(logp_all[np.arange(len(actions)), actions], logp_old, adv, clip)
+    logp = logp_all[np.arange(len(actions)), actions]
+    slope, clipped = surrogate_slope(logp, logp_old, adv, clip)
     p = np.exp(logp_all)
     entropy = -(p * logp_all).sum(1, keepdims=True)
     d = _logits_grad(logp_all, actions, -slope / len(actions))

@@ -221,7 +221,8 @@ class _Tracker:
 
 
 def train_actor_critic(spec: RunSpec, progress=None) -> dict:
-    """PPO (and A2C with A2C_CONFIG): rollouts of n_envs x n_steps, GAE, clipped update with a critic."""
+    """PPO (and A2C with A2C_CONFIG): rollouts of n_envs x n_steps, GAE, clipped update with a
+    critic."""
     cfg = spec.resolved_config()
     _check_spec(spec)
     rng = np.random.default_rng(spec.seed)
@@ -238,7 +239,7 @@ def train_actor_critic(spec: RunSpec, progress=None) -> dict:
         T, N = s.actions.shape
         values = vf.forward(s.obs.reshape(-1, OBS_DIM))[:, 0].reshape(T, N)
         last_v = vf.forward(s.next_obs)[:, 0]
-        if s.truncated:                # the time limit is not a terminal state: bootstrap V(last obs)
+        if s.truncated:                # a time limit is not a terminal state: bootstrap V(last obs)
             final_v = vf.forward(np.stack([o for _, _, o in s.truncated]))[:, 0]
             for (t, i, _), v in zip(s.truncated, final_v):
                 s.rewards[t, i] += cfg.gamma * v
@@ -255,8 +256,8 @@ def train_actor_critic(spec: RunSpec, progress=None) -> dict:
                 a = b_adv[mb]
                 if cfg.normalize_adv and len(mb) > 1:
                     a = (a - a.mean()) / (a.std(ddof=1) + 1e-8)
-                d_logits, clipped = ppo_loss_grad(pi.forward(b_obs[mb]), b_act[mb], b_logp_old[mb], a,
-                                                  cfg.clip, cfg.ent_coef)
+                d_logits, clipped = ppo_loss_grad(pi.forward(b_obs[mb]), b_act[mb], b_logp_old[mb],
+                                                  a, cfg.clip, cfg.ent_coef)
                 pi.backward(d_logits)
                 v = vf.forward(b_obs[mb])[:, 0]    # + vf_coef * mean((V - target)^2)
                 vf.backward((2 * cfg.vf_coef / len(mb) * (v - b_ret[mb]))[:, None])
@@ -271,9 +272,9 @@ def train_actor_critic(spec: RunSpec, progress=None) -> dict:
                 agreement[k].append(v)
         iterations += 1
     track.maybe_evaluate(actor, force=True)
-    return _finish(spec, cfg, actor, track, {"clip_fraction_median": float(np.median(clip_fracs)),
-                                             "iterations": iterations, "adam_steps": len(clip_fracs),
-                                             "gradient_agreement": agreement})
+    return _finish(spec, cfg, actor, track, {
+        "clip_fraction_median": float(np.median(clip_fracs)), "iterations": iterations,
+        "adam_steps": len(clip_fracs), "gradient_agreement": agreement})
 
 
 def episode_advantages(cfg: GRPOConfig, ep, vf=None):
@@ -327,8 +328,10 @@ def train_grpo(spec: RunSpec, progress=None) -> dict:
     pi = FlatMLP(actor)                        # NumPy forward/backward on the module's own weights
     opt = Adam([pi], lr=cfg.lr, eps=cfg.adam_eps, max_grad_norm=cfg.max_grad_norm)
     vf = FlatMLP(make_critic(spec.seed)) if cfg.baseline == "value" else None
-    critic_opt = Adam([vf], lr=cfg.lr, eps=cfg.adam_eps, max_grad_norm=cfg.max_grad_norm) if vf else None
-    envs, track = [make_env() for _ in range(cfg.group_size * cfg.prompts)], _Tracker(spec, progress)
+    critic_opt = None if vf is None else Adam([vf], lr=cfg.lr, eps=cfg.adam_eps,
+                                              max_grad_norm=cfg.max_grad_norm)
+    envs = [make_env() for _ in range(cfg.group_size * cfg.prompts)]
+    track = _Tracker(spec, progress)
     diag = {k: [] for k in DIAGNOSTICS}
     it = adam_steps = 0
     while not track.done:
@@ -349,15 +352,17 @@ def train_grpo(spec: RunSpec, progress=None) -> dict:
         # 3. K epochs of minibatch steps on the same clipped surrogate, minus beta * k3, no critic
         clip_fracs, kls, grads = [], [], []
         for epoch in range(cfg.epochs):
-            for mb in np.split(rng.permutation(len(b_act)), range(cfg.minibatch, len(b_act), cfg.minibatch)):
+            order = rng.permutation(len(b_act))
+            for mb in np.split(order, range(cfg.minibatch, len(b_act), cfg.minibatch)):
                 logits = pi.forward(b_obs[mb])
-                d_logits, clipped, k3 = grpo_loss_grad(logits, b_act[mb], b_logp_old[mb], b_logp_ref[mb],
-                                                       b_adv[mb], b_w[mb], cfg.clip, cfg.beta)
+                d_logits, clipped, k3 = grpo_loss_grad(logits, b_act[mb], b_logp_old[mb],
+                                                       b_logp_ref[mb], b_adv[mb], b_w[mb], cfg.clip,
+                                                       cfg.beta)
                 pi.backward(d_logits)
                 if cfg.measure_gradients and epoch == 0:
                     grads.append(pi.grad.copy())
                 opt.step()                     # gradient-norm clip, then Adam
-                if vf is not None:             # the control's V(s), fitted to G_t on the same minibatch
+                if vf is not None:             # the control's V(s), fitted to G_t on this minibatch
                     v = vf.forward(b_obs[mb])[:, 0]
                     vf.backward((2 / len(mb) * (v - b_to_go[mb]))[:, None])
                     critic_opt.step()

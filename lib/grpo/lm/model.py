@@ -85,7 +85,8 @@ class Block(nn.Module):
     def heads(self, x):
         """Queries, keys and values of ``x`` (B, T, C), each (B, n_head, T, C / n_head)."""
         B, T, C = x.shape
-        return self.qkv(self.ln1(x)).view(B, T, 3, self.n_head, C // self.n_head).permute(2, 0, 3, 1, 4)
+        qkv = self.qkv(self.ln1(x)).view(B, T, 3, self.n_head, C // self.n_head)
+        return qkv.permute(2, 0, 3, 1, 4)
 
     def finish(self, x, y):
         """The rest of the block, from the attention's output ``y`` (B, n_head, T, C / n_head)."""
@@ -96,13 +97,13 @@ class Block(nn.Module):
     def forward(self, x, attn_mask=None, cache=None, cache_pos=0):
         q, k, v = self.heads(x)
         T = x.shape[1]
-        if cache is not None:                          # write this step's keys/values, attend to all so far
+        if cache is not None:                          # add this step's keys/values, attend to all
             cache[0][:, :, cache_pos:cache_pos + T] = k
             cache[1][:, :, cache_pos:cache_pos + T] = v
             k, v = cache[0][:, :, :cache_pos + T], cache[1][:, :, :cache_pos + T]
         if attn_mask is None:
             y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-        elif T == 1:                                   # one new token: plain attention is faster here
+        elif T == 1:                                   # one new token: plain attention is faster
             att = (q @ k.transpose(-1, -2)) * (1.0 / math.sqrt(k.shape[-1]))
             y = torch.softmax(att.masked_fill(~attn_mask, float("-inf")), dim=-1) @ v
         else:
@@ -120,7 +121,7 @@ class GPT(nn.Module):
         self.pos_emb = nn.Embedding(cfg.max_len, cfg.d_model, dtype=DTYPE)
         self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layer))
         self.ln_f = nn.LayerNorm(cfg.d_model, dtype=DTYPE)
-        for name, p in self.named_parameters():        # GPT-2 init, residual projections scaled down
+        for name, p in self.named_parameters():        # GPT-2 init, residual projections smaller
             if p.dim() == 2:
                 residual = name.endswith(("proj.weight", "fc_out.weight"))
                 std = 0.02 / math.sqrt(2 * cfg.n_layer) if residual else 0.02
@@ -130,7 +131,8 @@ class GPT(nn.Module):
         """Logits (B, T, V). ``pos``, ``attn_mask`` and ``caches`` are for the sampler; plain calls
         use positions 0..T-1 and a causal mask."""
         if ids.dim() != 2 or ids.shape[1] == 0 or ids.shape[1] + cache_pos > self.cfg.max_len:
-            raise ValueError(f"ids must be (B, T), 0 < T <= {self.cfg.max_len}: got {tuple(ids.shape)}")
+            raise ValueError(f"ids must be (B, T), 0 < T <= {self.cfg.max_len}: "
+                             f"got {tuple(ids.shape)}")
         if pos is None:
             pos = torch.arange(cache_pos, cache_pos + ids.shape[1])
         x = self.tok_emb(ids) + self.pos_emb(pos)
@@ -229,18 +231,20 @@ def sample(model, prompt_ids, n=1, max_new_tokens=64, temperature=1.0, top_p=1.0
         raise ValueError(f"n must be >= 1, got {n}")
     temperature = 1.0 if greedy else float(temperature)
     if not use_cache:
-        return _sample_uncached(model, prompts, n, max_new_tokens, temperature, top_p, generator, eos_id,
-                                pad_id, greedy)
+        return _sample_uncached(model, prompts, n, max_new_tokens, temperature, top_p, generator,
+                                eos_id, pad_id, greedy)
     cfg, B = model.cfg, len(prompts) * n
     ids, valid, plen, pos, mask = _left_padded(prompts, pad_id)
     P, hd = ids.shape[1], cfg.d_model // cfg.n_head
     dtype = model.tok_emb.weight.dtype
     prefix = [(torch.empty(len(prompts), cfg.n_head, P, hd, dtype=dtype),
-               torch.empty(len(prompts), cfg.n_head, P, hd, dtype=dtype)) for _ in range(cfg.n_layer)]
+               torch.empty(len(prompts), cfg.n_head, P, hd, dtype=dtype))
+              for _ in range(cfg.n_layer)]
     logits = model(ids, pos, mask[:, None], prefix, 0)[:, -1]      # each prompt once ...
     caches = [(torch.empty(B, cfg.n_head, P + max_new_tokens, hd, dtype=dtype),
-               torch.empty(B, cfg.n_head, P + max_new_tokens, hd, dtype=dtype)) for _ in range(cfg.n_layer)]
-    for (k, v), (kp, vp) in zip(caches, prefix):                    # ... its keys and values to its n rows
+               torch.empty(B, cfg.n_head, P + max_new_tokens, hd, dtype=dtype))
+              for _ in range(cfg.n_layer)]
+    for (k, v), (kp, vp) in zip(caches, prefix):                    # ... copied to its n rows
         k[:, :, :P].view(len(prompts), n, *kp.shape[1:]).copy_(kp[:, None])
         v[:, :, :P].view(len(prompts), n, *vp.shape[1:]).copy_(vp[:, None])
     logits, plen = logits.repeat_interleave(n, 0), plen.repeat_interleave(n, 0)
@@ -251,8 +255,10 @@ def sample(model, prompt_ids, n=1, max_new_tokens=64, temperature=1.0, top_p=1.0
     rows = torch.arange(B)                            # the batch's rows, as indices into the output
     alive = torch.ones(B, dtype=torch.bool)
     for t in range(max_new_tokens):
-        race = None if greedy else torch.empty(B, logits.shape[-1], dtype=logits.dtype).exponential_(
-            generator=generator)[rows]
+        race = None
+        if not greedy:                                # one draw for all B rows, then the live ones
+            race = torch.empty(B, logits.shape[-1], dtype=logits.dtype)
+            race = race.exponential_(generator=generator)[rows]
         tok, lp = _choose(logits, temperature, top_p, greedy, race)
         out_tok[rows[alive], t], out_lp[rows[alive], t] = tok[alive], lp[alive]
         alive &= tok != eos_id
@@ -260,9 +266,11 @@ def sample(model, prompt_ids, n=1, max_new_tokens=64, temperature=1.0, top_p=1.0
             break
         if alive.sum() <= 0.75 * len(rows):           # drop finished rows: move the live ones up
             keep = alive.nonzero()[:, 0]
-            rows, tok, plen, keys, alive = rows[keep], tok[keep], plen[keep], keys[keep], alive[keep]
+            rows, tok, plen = rows[keep], tok[keep], plen[keep]
+            keys, alive = keys[keep], alive[keep]
             for k, v in caches:
-                k[:len(keep), :, :P + t], v[:len(keep), :, :P + t] = k[keep, :, :P + t], v[keep, :, :P + t]
+                k[:len(keep), :, :P + t] = k[keep, :, :P + t]
+                v[:len(keep), :, :P + t] = v[keep, :, :P + t]
             caches = [(k[:len(keep)], v[:len(keep)]) for k, v in caches]
         keys[:, P + t] = True
         step_keys = keys[:, None, None, :P + t + 1]
@@ -338,20 +346,24 @@ def join(prompt_ids, n, tokens, mask, pad_id=0, logprobs=None):
     return (ids, cmask) if logprobs is None else (ids, cmask, old)
 
 
-def logprobs_at_temperature(logits, tokens, temperature: float = 1.0):
+def logprobs_at_temperature(logits, tokens, temperature: float = 1.0, entropy: bool = True):
     """log pi(token) and the entropy of pi at each position, with pi = softmax(logits / T).
 
     ``logits`` (..., T, V) are the scores that predict ``tokens`` (..., T), from any model (ours or a
     Hugging Face one). Sampling at T draws from softmax(logits / T), so pi_theta and pi_old must be
     read at that T for their ratio to be the importance ratio; reading pi_ref at T too is this
-    library's choice of KL (``grpo.lm.grpo``'s docstring).
+    library's choice of KL (``grpo.lm.grpo``'s docstring). The entropy is only ever logged, so it
+    carries no gradient; ``entropy=False`` skips it (None), which on a 49,152-token vocabulary is
+    most of this function's cost (bench/bench_pretrained.py).
     """
     temperature = check_temperature(temperature)
     logits = logits.to(torch.promote_types(logits.dtype, torch.float32))    # bf16/fp16 -> fp32
     logp_all = torch.log_softmax(logits / temperature, dim=-1)
     logp = logp_all.gather(-1, tokens.unsqueeze(-1)).squeeze(-1)
-    entropy = -(logp_all.exp() * logp_all).sum(-1)
-    return logp, entropy
+    if not entropy:
+        return logp, None
+    with torch.no_grad():
+        return logp, -(logp_all.exp() * logp_all).sum(-1)
 
 
 def token_logprobs(model, ids, mask, temperature=1.0, entropy: bool = False):
@@ -365,7 +377,7 @@ def token_logprobs(model, ids, mask, temperature=1.0, entropy: bool = False):
         raise ValueError(f"ids and mask must share a (B, T) shape: {tuple(ids.shape)}, {tuple(mask.shape)}")
     if mask[:, 0].any():
         raise ValueError("mask[:, 0] must be False: the first token has no prefix to score it")
-    lp, ent = logprobs_at_temperature(model(ids[:, :-1]), ids[:, 1:], temperature)
+    lp, ent = logprobs_at_temperature(model(ids[:, :-1]), ids[:, 1:], temperature, entropy)
     lp = F.pad(lp, (1, 0)) * mask
     return (lp, F.pad(ent, (1, 0)) * mask) if entropy else lp
 
@@ -414,9 +426,10 @@ def completion_logprobs(model, prompt_ids, n, tokens, mask, temperature=1.0, ent
     for c, w, x in zip(chunks, widths, xs):
         states = torch.cat([xp[group[c], -1:], x], 1)          # the prompt's last state predicts token 0
         lp, e = logprobs_at_temperature(F.linear(model.ln_f(states), model.tok_emb.weight), tokens[c, :w],
-                                        temperature)
+                                        temperature, entropy)
         logp = logp.index_put((c[:, None], torch.arange(w)), lp * mask[c, :w])
-        ent = ent.index_put((c[:, None], torch.arange(w)), e * mask[c, :w])
+        if entropy:
+            ent = ent.index_put((c[:, None], torch.arange(w)), e * mask[c, :w])
     return (logp, ent) if entropy else logp
 
 

@@ -113,7 +113,8 @@ class Group(NamedTuple):
     verifier: torch.Tensor             # (G,) the verifier's 0/1 (the rewards, unless cfg.reward differs)
 
 
-def sample_groups(policy, tok, problems, cfg: RunConfig, generator, coins: random.Random) -> list[Group]:
+def sample_groups(policy, tok, problems, cfg: RunConfig, generator,
+                  coins: random.Random) -> list[Group]:
     """G completions of each problem, sampled at ``cfg.temperature`` and scored (``score``). With
     ``cfg.reward="random"`` the rewards ignore the answers: each is 1 with probability the batch's
     verifier success rate (``coins`` flips them), so the expected gradient carries no signal."""
@@ -131,7 +132,8 @@ def sample_groups(policy, tok, problems, cfg: RunConfig, generator, coins: rando
         flips = [float(coins.random() < rate) for _ in range(r.numel())]
         r = torch.tensor(flips, dtype=DTYPE).reshape(r.shape)
     rows = [slice(i * cfg.G, (i + 1) * cfg.G) for i in range(len(problems))]
-    return [Group(prompts[i], tokens[s], logp[s], mask[s], r[i], right[i]) for i, s in enumerate(rows)]
+    return [Group(prompts[i], tokens[s], logp[s], mask[s], r[i], right[i])
+            for i, s in enumerate(rows)]
 
 
 def _stack(groups: list[Group]):
@@ -150,8 +152,10 @@ def _degenerate(groups: list[Group]) -> float:
     return float(np.mean([bool((g.rewards == g.rewards[0]).all()) for g in groups]))
 
 
-def train_grpo(policy, tok, train: list[dict], test: list[dict], cfg: RunConfig, progress=None) -> dict:
-    """Train ``policy`` in place with GRPO; return its per-iteration log and held-out evaluations."""
+def train_grpo(policy, tok, train: list[dict], test: list[dict], cfg: RunConfig,
+               progress=None) -> dict:
+    """Train ``policy`` in place with GRPO; return its per-iteration log and held-out
+    evaluations."""
     _check_config(cfg, train, test)
     torch.manual_seed(cfg.seed)
     rng, gen = random.Random(cfg.seed), torch.Generator().manual_seed(cfg.seed)
@@ -172,34 +176,39 @@ def train_grpo(policy, tok, train: list[dict], test: list[dict], cfg: RunConfig,
         drawn = []                                       # every draw, for the degenerate share
 
         def draw():
-            drawn.append(sample_groups(policy, tok, rng.sample(train, cfg.prompts), cfg, gen, coins))
+            problems = rng.sample(train, cfg.prompts)
+            drawn.append(sample_groups(policy, tok, problems, cfg, gen, coins))
             return drawn[-1], torch.stack([g.rewards for g in drawn[-1]])
 
         groups = dynamic_sampling(draw, cfg.prompts)[0] if cfg.dynamic_sampling else draw()[0]
-        prompts, tokens, logp_old, mask, scores = _stack(groups or drawn[-1])   # none informative: last
+        prompts, tokens, logp_old, mask, scores = _stack(groups or drawn[-1])  # none useful: last
         t1 = time.process_time()
 
         # 2. The frozen reference's log-probs at the sampling temperature (for the KL term).
         with torch.no_grad():
-            logp_ref = None if ref is None else completion_logprobs(ref, prompts, cfg.G, tokens, mask,
-                                                                    cfg.temperature)
+            logp_ref = None if ref is None else completion_logprobs(ref, prompts, cfg.G, tokens,
+                                                                    mask, cfg.temperature)
         t2 = time.process_time()
 
         # 3. K optimizer steps of the GRPO loss on this batch (pi_theta's log-probs with grad).
+        def policy_logprobs(rows):                       # rows: whole groups, each prompt once
+            groups = slice(rows.start // cfg.G, rows.stop // cfg.G)
+            return completion_logprobs(policy, prompts[groups], cfg.G, tokens[rows], mask[rows],
+                                       cfg.temperature, entropy=True)
+
         policy.train()
-        stats = grpo_update(
-            lambda rows: completion_logprobs(policy, prompts[rows.start // cfg.G:rows.stop // cfg.G], cfg.G,
-                                             tokens[rows], mask[rows], cfg.temperature, entropy=True),
-            optimizer, mask.to(DTYPE), scores, logp_old=logp_old, logp_ref=logp_ref, reuse=cfg.reuse,
-            max_grad_norm=cfg.grad_clip, max_tokens=cfg.max_new_tokens, **cfg.loss_options())
+        stats = grpo_update(policy_logprobs, optimizer, mask.to(DTYPE), scores, logp_old=logp_old,
+                            logp_ref=logp_ref, reuse=cfg.reuse, max_grad_norm=cfg.grad_clip,
+                            max_tokens=cfg.max_new_tokens, **cfg.loss_options())
         policy.eval()
         t3 = time.process_time()
 
         # 4. Log, and now and then evaluate.
         degenerate = float(np.mean([_degenerate(d) for d in drawn]))
-        verifier = float(np.mean([float(torch.stack([g.verifier for g in d]).mean()) for d in drawn]))
-        row = {**stats, "iteration": it, "degenerate_fraction": degenerate, "verifier_reward_mean": verifier,
-               "kl_mean": stats.get("kl_mean", float("nan")),
+        verifier = float(np.mean([float(torch.stack([g.verifier for g in d]).mean())
+                                  for d in drawn]))
+        row = {**stats, "iteration": it, "degenerate_fraction": degenerate,
+               "verifier_reward_mean": verifier, "kl_mean": stats.get("kl_mean", float("nan")),
                "sample_s": t1 - t0, "ref_s": t2 - t1, "update_s": t3 - t2}
         for k in LOG_KEYS:
             log[k].append(row[k])
@@ -211,7 +220,8 @@ def train_grpo(policy, tok, train: list[dict], test: list[dict], cfg: RunConfig,
            "state": {k: v.detach().clone() for k, v in policy.state_dict().items()}}
     if cfg.final_samples:
         held_out = test[:cfg.eval_problems]
-        texts = completions(policy, tok, held_out, n=cfg.final_samples, temperature=cfg.eval_temperature,
+        texts = completions(policy, tok, held_out, n=cfg.final_samples,
+                            temperature=cfg.eval_temperature,
                             generator=torch.Generator().manual_seed(PROTOCOL.final_seed),
                             max_new_tokens=cfg.max_new_tokens)
         out["final_correct"] = rewards(held_out, texts)

@@ -38,9 +38,10 @@ def normalize_number(s: str) -> str | None:
 def extract_answer(text) -> str | None:
     """The normalised number after the last ``####`` in ``text``, or None.
 
-    The first number on that line is taken, so ``#### $1,200 dollars.`` gives ``"1200"``. Only ASCII
-    digits count, and a malformed number gives None rather than its first digits: ``1/2``, ``3-4``,
-    ``0x10``, ``1e5`` and ``72.0.1`` are not numbers here, and commas must group thousands (``1,2``).
+    The first number on that line is taken, so ``#### $1,200 dollars.`` gives ``"1200"``. Only
+    ASCII digits count, and a malformed number gives None rather than its first digits: ``1/2``,
+    ``3-4``, ``0x10``, ``1e5`` and ``72.0.1`` are not numbers here, and commas must group
+    thousands (``1,2``).
     """
     if not isinstance(text, str) or "####" not in text:
         return None

@@ -42,20 +42,23 @@ def problems(n):
     return [data.make_problem(rng, 1 + i % 2) for i in range(n)]
 
 
-def time_ours(model_dir, rows):
+OURS = hf.HFConfig(G=G, max_new_tokens=NEW_TOKENS, beta=0.04, lr=1e-6, temperature=1.0,
+                   chunk_groups=PROMPTS)                # one forward/backward, as TRL's step
+
+
+def time_ours(model_dir, rows, cfg=OURS, steps_timed=STEPS, verifier=None):
+    """``steps_timed`` steps of ``hf.grpo_step`` after one warm-up step: each step's stats."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
     policy = AutoModelForCausalLM.from_pretrained(model_dir)
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     ref = AutoModelForCausalLM.from_pretrained(model_dir).eval().requires_grad_(False)
-    cfg = hf.HFConfig(G=G, max_new_tokens=NEW_TOKENS, beta=0.04, lr=1e-6, temperature=1.0,
-                      chunk_groups=PROMPTS)             # one forward/backward, as TRL's step
     optimizer = torch.optim.Adam(policy.parameters(), lr=cfg.lr)
     questions, answers = [r["question"] for r in rows], [r["answer"] for r in rows]
     torch.manual_seed(0)
     steps = []
-    for i in range(STEPS + 1):
+    for i in range(steps_timed + 1):
         start = time.perf_counter()
-        stats = hf.grpo_step(policy, ref, tokenizer, optimizer, questions, answers, cfg)
+        stats = hf.grpo_step(policy, ref, tokenizer, optimizer, questions, answers, cfg, verifier)
         stats["step_s"] = time.perf_counter() - start
         if i:
             steps.append(stats)
@@ -99,11 +102,13 @@ def time_small_gpt(rows):
     return steps, policy.n_params
 
 
-def time_trl(model_dir, rows, out_dir, bf16):
+def time_trl(model_dir, rows, out_dir, bf16, cfg=OURS, steps_timed=STEPS, verifier=None):
     """TRL's steps: each ``{"step_s", "sample_s", "ref_s", "update_s"}``, and its log history.
 
     ``bf16``: TRL's default, True, runs the policy's and the reference's forward passes under CPU
-    bf16 autocast (fp32 weights, bf16 matmuls); False keeps fp32, as ours.
+    bf16 autocast (fp32 weights, bf16 matmuls); False keeps fp32, as ours. ``cfg``: the batch
+    (``prompts * G`` completions in one step), lengths, lr, beta, temperature and prompt
+    instruction, as ours runs them.
 
     The split wraps two of its methods: ``_generate`` (sampling) and
     ``_generate_and_score_completions`` (sampling, rewards, the reference's log-probs); the rest
@@ -138,15 +143,16 @@ def time_trl(model_dir, rows, out_dir, bf16):
             setattr(trainer, name, timed)
 
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
-    dataset = hf.trl_dataset(rows, tokenizer)
-    args = trl.GRPOConfig(output_dir=str(out_dir), per_device_train_batch_size=PROMPTS * G,
-                          num_generations=G, max_completion_length=NEW_TOKENS, max_steps=STEPS + 1,
-                          learning_rate=1e-6, beta=0.04, loss_type="grpo", temperature=1.0, top_k=0,
+    dataset = hf.trl_dataset(rows, tokenizer, cfg.instruction)
+    args = trl.GRPOConfig(output_dir=str(out_dir), per_device_train_batch_size=len(rows) * cfg.G,
+                          num_generations=cfg.G, max_completion_length=cfg.max_new_tokens,
+                          max_steps=steps_timed + 1, learning_rate=cfg.lr, beta=cfg.beta,
+                          loss_type="grpo", temperature=cfg.temperature, top_k=0,
                           top_p=1.0, report_to="none", use_cpu=True, save_strategy="no",
                           gradient_checkpointing=False,    # TRL's default True recomputes the forward
                           bf16=bf16, logging_steps=1, seed=0, disable_tqdm=True)
     timer = StepTimer()
-    trainer = trl.GRPOTrainer(model=str(model_dir), reward_funcs=hf.trl_reward(), args=args,
+    trainer = trl.GRPOTrainer(model=str(model_dir), reward_funcs=hf.trl_reward(verifier), args=args,
                               train_dataset=dataset, processing_class=tokenizer, callbacks=[timer])
     trainer.remove_callback(PrinterCallback)                  # no per-step log dicts on stdout
     for name in ("_generate", "_generate_and_score_completions"):
@@ -155,10 +161,23 @@ def time_trl(model_dir, rows, out_dir, bf16):
     return timer.steps[1:], trainer.state.log_history
 
 
-def main():
-    torch.set_num_threads(1)
+def write_bench(path, result, load_before):
+    """``result`` with the versions, threads and load average, written to ``path`` and printed."""
     import transformers
     import trl
+    result = {**result,
+              "versions": {"torch": torch.__version__, "transformers": transformers.__version__,
+                           "trl": trl.__version__},
+              "threads": torch.get_num_threads(),
+              "load_average_1min": [round(load_before, 1), round(os.getloadavg()[0], 1)]}  # before, after
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
+    print(json.dumps(result, indent=2, sort_keys=True))
+    print(f"wrote {path}")
+
+
+def main():
+    torch.set_num_threads(1)
     rows = problems(PROMPTS)
     load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as tmp:
@@ -213,15 +232,8 @@ def main():
                                 "sampled with grpo.lm.model.sample",
         "steps_timed": {"ours": len(ours), "trl": len(trl_steps), "trl_bf16_autocast": len(trl_bf16),
                         "ours_small_gpt": len(small)},
-        "versions": {"torch": torch.__version__, "transformers": transformers.__version__,
-                     "trl": trl.__version__},
-        "threads": torch.get_num_threads(),
-        "load_average_1min": [round(load_before, 1), round(os.getloadavg()[0], 1)],   # before, after
     }
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
-    print(json.dumps(result, indent=2, sort_keys=True))
-    print(f"wrote {OUT}")
+    write_bench(OUT, result, load_before)
 
 
 if __name__ == "__main__":

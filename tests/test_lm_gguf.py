@@ -40,3 +40,14 @@ def test_smollm2_loads_dequantized_and_answers_greedy(smollm2):
         out = model.generate(**enc, max_new_tokens=40, do_sample=False)
     answer = tok.decode(out[0, enc["input_ids"].shape[1]:], skip_special_tokens=True)
     assert re.findall(r"-?\d+", answer)[-1] == "8", answer      # "... 6 + 2 = 8 apples now."
+
+
+def test_save_plain_keeps_the_dequantized_weights_bit_for_bit(smollm2, tmp_path):
+    """TRL loads models by path: the saved float32 checkpoint is the GGUF's dequantized weights."""
+    from transformers import AutoModelForCausalLM
+    model, tok = smollm2
+    hf.save_plain(model, tok, tmp_path)
+    saved = AutoModelForCausalLM.from_pretrained(tmp_path)
+    ours, theirs = model.state_dict(), saved.state_dict()
+    assert saved.dtype == torch.float32 and ours.keys() == theirs.keys()
+    assert all(torch.equal(ours[k], theirs[k]) for k in ours)

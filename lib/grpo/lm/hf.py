@@ -98,11 +98,11 @@ def trl_reward(verifier=None):
     return gsm8k_reward
 
 
-def trl_dataset(rows, tokenizer):
+def trl_dataset(rows, tokenizer, instruction: str = INSTRUCTION):
     """GSM8K rows as TRL's dataset: our prompt text in ``prompt``, the solution in ``answer``."""
     import datasets
     return datasets.Dataset.from_list(
-        [{"prompt": prompt_text(tokenizer, r["question"]), "answer": r["answer"]} for r in rows])
+        [{"prompt": prompt_text(tokenizer, r["question"], instruction), "answer": r["answer"]} for r in rows])
 
 
 # ----------------------------------------------------------------------------- one GRPO step
@@ -193,8 +193,9 @@ def sample_completions(model, prompt_ids, prompt_mask, G: int, temperature: floa
     return tokens.masked_fill(~mask, pad_id), logprobs.masked_fill(~mask, 0.0), mask
 
 
-def group_logprobs(model, prompt_ids, prompt_mask, tokens, temperature: float):
-    """Log-probs and entropies (B*G, L) of G completions per prompt, each prompt read once.
+def group_logprobs(model, prompt_ids, prompt_mask, tokens, temperature: float, entropy: bool = True):
+    """Log-probs and entropies (B*G, L) of G completions per prompt, each prompt read once (with
+    ``entropy=False`` the entropies are None: the reference's are never used).
 
     All but the last prompt token go through the model once per prompt (B rows); their keys and
     values are copied to the G completions, which then run as (last prompt token, tokens[:, :-1]).
@@ -223,7 +224,7 @@ def group_logprobs(model, prompt_ids, prompt_mask, tokens, temperature: float):
     steps = positions[:, -1:].repeat_interleave(G, 0) + torch.arange(L, device=inputs.device)
     logits = model(input_ids=inputs, attention_mask=attention, position_ids=steps, cache=cache,
                    use_cache=cache is not None).logits
-    return logprobs_at_temperature(logits, tokens, temperature)
+    return logprobs_at_temperature(logits, tokens, temperature, entropy)
 
 
 def grpo_step(policy, ref, tokenizer, optimizer, questions, answers, cfg: HFConfig, verifier=None,
@@ -261,15 +262,16 @@ def grpo_step(policy, ref, tokenizer, optimizer, questions, answers, cfg: HFConf
     rewards = torch.tensor(scores, dtype=torch.float32, device=tokens.device).reshape(len(questions), G)
     t1 = time.perf_counter()
 
-    def logprobs(model, rows):                     # rows: a slice of whole groups
+    def logprobs(model, rows, entropy=True):       # rows: a slice of whole groups
         groups = slice(rows.start // G, rows.stop // G)
-        return group_logprobs(model, prompt_ids[groups], prompt_mask[groups], tokens[rows], cfg.temperature)
+        return group_logprobs(model, prompt_ids[groups], prompt_mask[groups], tokens[rows], cfg.temperature,
+                              entropy)
 
     chunks = [slice(i, i + G * cfg.chunk_groups) for i in range(0, len(tokens), G * cfg.chunk_groups)]
     logp_ref = None
     if cfg.beta > 0:
         with torch.inference_mode():
-            logp_ref = torch.cat([logprobs(ref, c)[0] for c in chunks])
+            logp_ref = torch.cat([logprobs(ref, c, entropy=False)[0] for c in chunks])
         logp_ref = logp_ref.clone()                # a plain tensor again, usable next to autograd
     t2 = time.perf_counter()
     policy.train()
@@ -380,6 +382,19 @@ def load_model(name: str, device: str, gguf_file: str = ""):
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     return policy, tokenizer
+
+
+def save_plain(model, tokenizer, directory) -> Path:
+    """A model from ``load_model`` saved to ``directory`` as a plain float32 checkpoint, for tools that
+    load a model by path (TRL's ``GRPOTrainer`` loads its reference model from the policy's path). A
+    GGUF model's dequantized weights are saved bit for bit, without the GGUF quantizer, which refuses
+    ``save_pretrained`` (the model is changed in place to drop it)."""
+    model.hf_quantizer = None                           # the weights are plain float32 already
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+    model.save_pretrained(directory)
+    tokenizer.save_pretrained(directory)
+    return Path(directory)
 
 
 def pick_device(device: str) -> str:

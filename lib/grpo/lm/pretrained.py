@@ -165,21 +165,22 @@ def train_grpo(spec: Spec, iterations: int | None = None, sets: dict | None = No
     policy, tok = load_model(cfg.model, cfg.device)
     ref = copy.deepcopy(policy).eval().requires_grad_(False)
     optimizer = torch.optim.Adam(policy.parameters(), lr=cfg.lr)
-    order = torch.randperm(len(sets["train"]), generator=torch.Generator().manual_seed(cfg.seed)).tolist()
+    shuffle = torch.Generator().manual_seed(cfg.seed)
+    order = torch.randperm(len(sets["train"]), generator=shuffle).tolist()
     coin = torch.Generator().manual_seed(1000 + cfg.seed)
     log, first = [], None
     for it in range(cfg.steps if iterations is None else iterations):
         batch = [sets["train"][order[it * cfg.prompts + i]] for i in range(cfg.prompts)]
+        questions, answers = [p["question"] for p in batch], [p["answer"] for p in batch]
         seen = {}
         cpu0 = time.process_time()
-        stats = grpo_step(policy, ref, tok, optimizer, [p["question"] for p in batch],
-                          [p["answer"] for p in batch], cfg, reward=batch_reward(spec.reward, coin, seen))
+        stats = grpo_step(policy, ref, tok, optimizer, questions, answers, cfg,
+                          reward=batch_reward(spec.reward, coin, seen))
         stats.update(cpu_s=time.process_time() - cpu0, correct_mean=float(np.mean(seen["correct"])),
                      ended_mean=float(np.mean(seen["finished"])))
         log.append(stats)
         if first is None:
-            first = {"questions": [p["question"] for p in batch], "answers": [p["answer"] for p in batch],
-                     **seen}
+            first = {"questions": questions, "answers": answers, **seen}
     return policy, tok, log, first
 
 

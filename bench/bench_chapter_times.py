@@ -43,6 +43,10 @@ def run_one(path: str) -> dict:
             "peak_memory_mb": round(usage.ru_maxrss / 1024)}
 
 
+def now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+
+
 def cpu_model() -> str:
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -66,17 +70,18 @@ def main(argv: list[str]) -> None:
         return
     notebooks = argv or sorted(str(p.relative_to(ROOT)) for p in
                                [*ROOT.glob("book/*.ipynb"), *ROOT.glob("chapters/[0-9][0-9]_*.ipynb")])
-    old = json.loads(OUT.read_text())["notebooks"] if OUT.exists() else {}
+    old = json.loads(OUT.read_text()) if OUT.exists() else {"notebooks": {}}
     load_before = load_average()
-    times = dict(old)
+    # each row keeps the time it was measured (rows from before rows had one: the file's time)
+    times = {nb: {"measured": old.get("measured"), **t} for nb, t in old["notebooks"].items()}
     for nb in notebooks:
         proc = subprocess.run([sys.executable, __file__, "--one", nb], cwd=ROOT, check=True,
                               capture_output=True, text=True)
-        times[nb] = json.loads(proc.stdout.strip().splitlines()[-1])
+        times[nb] = {"measured": now(), **json.loads(proc.stdout.strip().splitlines()[-1])}
         print(f"{nb}: {times[nb]['seconds']:.1f} s ({times[nb]['cpu_seconds']:.1f} CPU-s), "
               f"kernel peak {times[nb]['peak_memory_mb']} MB", flush=True)
     record = {
-        "measured": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "measured": now(),                  # this run; each notebook's row has its own time
         "machine": {"cpu": cpu_model(), "cores": os.cpu_count(), "gpu": "none",
                     "python": platform.python_version(),
                     "threads": os.environ.get("OMP_NUM_THREADS", "unset")},

@@ -66,15 +66,13 @@ def time_head(vocab: int, rows: int, length: int, repeats: int = 3) -> dict:
 
 def main():
     torch.set_num_threads(1)
-    from transformers import AutoModelForCausalLM, AutoTokenizer
     cfg = replace(pretrained.RECIPE, steps=1)
     rows = pretrained.problems()["train"][:cfg.prompts]
     load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as tmp:
-        save_plain(*load_model(cfg.model, "cpu"), tmp)
-        model = AutoModelForCausalLM.from_pretrained(tmp)
-        tokenizer = AutoTokenizer.from_pretrained(tmp)
+        model, tokenizer = load_model(cfg.model, "cpu")
         n_params, vocab = sum(p.numel() for p in model.parameters()), model.config.vocab_size
+        save_plain(model, tokenizer, tmp)               # both trainers load these weights
         del model
         prompt_lengths = encode_prompts(tokenizer, [r["question"] for r in rows],
                                         instruction="")[1].sum(1).tolist()
@@ -87,7 +85,8 @@ def main():
             trl_log += log[1:-1]
     fastest = min(ours, key=lambda s: s["step_s"])
     trl_fastest = min(trl_steps, key=lambda s: s["step_s"])
-    mean_length = round(sum(s["completion_length_mean"] for s in ours) / len(ours))
+    ours_length = sum(s["completion_length_mean"] for s in ours) / len(ours)
+    mean_length = round(ours_length)
     head = time_head(vocab, cfg.G, mean_length)
     split = ("sample_s", "ref_s", "update_s")
     speedup = round(trl_fastest["step_s"] / fastest["step_s"], 2)
@@ -100,7 +99,7 @@ def main():
         "logprob_head_one_group_s": head,
         "logprob_head_shape": [cfg.G, mean_length, vocab],
         "mean_completion_tokens": {
-            "ours": round(sum(s["completion_length_mean"] for s in ours) / len(ours), 1),
+            "ours": round(ours_length, 1),
             "trl": round(sum(r["completions/mean_length"] for r in trl_log) / len(trl_log), 1)},
         "prompt_tokens": {"min": min(prompt_lengths), "max": max(prompt_lengths)},
         "model": f"SmolLM2-135M-Instruct, the wheel's Q4_1 GGUF dequantized to float32 ({n_params} "

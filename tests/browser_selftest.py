@@ -4,9 +4,12 @@ Run by `make browser` beside tests/browser_site.py (not by `make unit`: it needs
 writes a two-page site with one fault of each kind the browser test looks for, runs the browser
 test on it in a subprocess, and checks that each fault is reported and the clean page passes.
 """
+import base64
 import os
+import struct
 import subprocess
 import sys
+import zlib
 from pathlib import Path
 
 import pytest
@@ -14,6 +17,17 @@ import pytest
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import browser_site  # noqa: E402
+
+def white_png(width: int, height: int = 1) -> str:
+    """A plain white PNG of the given pixel size, base64-encoded."""
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+    rows = b"".join(b"\x00" + b"\xff\xff\xff" * width for _ in range(height))
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    png = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows))
+           + chunk(b"IEND", b""))
+    return base64.b64encode(png).decode()
+
 
 PNG_1PX = ("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJ"
            "RU5ErkJggg==")
@@ -29,6 +43,12 @@ BROKEN = HEAD + (
     '<img src="https://example.org/remote.png">'                        # a request off localhost
     '<script>undefinedFunction()</script>'                              # a JavaScript error
     '<p>the patterns `L..` and <span class="pasted-text" style="font-weight: 700">7</span></p>'  # glue leaks
+    # a figure drawn 1000 px wide shown at 100 px (its text near 1 px), numbered through the book
+    f'<figure><img src="data:image/png;base64,{white_png(1000, 10)}" alt="a wide figure" '
+    'style="width: 100px">'
+    '<figcaption><span class="caption-number">Fig. 28 </span>a figure</figcaption></figure>'
+    '<div class="cell_output"><pre style="width: 200px; overflow-x: auto">' + "x" * 300 + '</pre></div>'
+    '<table class="table"><tr><td style="white-space: nowrap">' + "wide " * 400 + '</td></tr></table>'
 ) + TAIL
 
 
@@ -53,7 +73,12 @@ def test_a_broken_site_fails_and_a_clean_one_passes(tmp_path):
                   "link to a missing anchor: ok.html#no-such-anchor", "horizontal overflow at 390 px",
                   "request leaving localhost: https://example.org/remote.png", "JavaScript error",
                   "literal backtick in prose: the patterns `L..`",
-                  "glued value in bold where the prose is not: 7"):
+                  "glued value in bold where the prose is not: 7",
+                  "figure text 1.2 px (< 9) at 1280 px: a wide figure",
+                  "figure text 1.2 px (< 9) at 390 px: a wide figure",
+                  "wider than its box at 1280 px: pre", "table cut without a cue at 1280 px: wide",
+                  "table cut without a cue at 390 px: wide",
+                  "figure numbers are not per page: ['Fig. 28']"):
         assert fault in out, f"not reported: {fault}\n{out}"
     shots = sorted(p.name for p in (tmp_path / "shots").glob("*.png"))
     assert shots == ["book__broken-desktop.png", "book__broken-phone.png",

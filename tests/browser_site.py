@@ -17,6 +17,14 @@ For each page it checks that
     download button links the page's source (.ipynb or .md);
   * at 390 px the page has no horizontal overflow (wide equations, tables and code scroll inside
     their own box);
+  * at 1280 px no code or output block and no display equation is wider than its box (printed
+    lines wrap, and code lines are kept within 100 characters);
+  * at both widths, the smallest text of every figure is >= 9 px as shown: the book draws figures
+    at grpo.plots.DPI with no text below grpo.plots.MIN_FONT_PT (tests/test_plots.py checks the
+    sources), so the smallest text is MIN_FONT_PT * DPI / 72 px times the shown / drawn width;
+  * at both widths, a table wider than its box scrolls in it with a cue (the fading edge of
+    book.css);
+  * figures are numbered per page: Fig. 6.1, 6.2, ... on chapter 6, Fig. 1, 2, ... elsewhere;
 and saves a full-page screenshot at both widths under _build/screenshots/. The closing table also
 counts, per page, images without alt text (alt empty or just the file name) and display equations
 that scroll inside their box at phone width: reported, not failed, so the chapters can catch up.
@@ -38,6 +46,8 @@ from urllib.parse import urldefrag, urljoin, urlparse
 
 import pytest
 
+from grpo.plots import DPI, MIN_FONT_PT
+
 ROOT = Path(__file__).resolve().parents[1]
 HTML = Path(os.environ.get("BOOK_HTML", ROOT / "_build" / "html"))        # override: the self-test
 SHOTS = Path(os.environ.get("BOOK_SCREENSHOTS", ROOT / "_build" / "screenshots"))
@@ -46,6 +56,7 @@ CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first
                   "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 SUMMARY: dict = {}   # page -> what was checked, printed at the end and saved beside the screenshots
 UTILITY_PAGES = {"genindex.html", "search.html", "py-modindex.html", "index.html"}  # index redirects
+MIN_TEXT_PX = 9.0                  # the smallest figure text a reader should meet
 
 
 def book_pages() -> list[str]:
@@ -213,6 +224,58 @@ CHECK_JS = r"""() => {
   return out;
 }"""
 
+# At each width: figures' shown / drawn width, tables wider than their box and whether they scroll
+# with a cue, and (checked at 1280 px) code, output and display-math boxes whose content is wider
+WIDTH_JS = r"""() => {
+  const art = document.querySelector('article.bd-article') || document.querySelector('main')
+              || document.body;
+  const visible = e => e.offsetParent !== null && e.getBoundingClientRect().width > 0;
+  const figures = [...art.querySelectorAll('figure img, div.cell_output img')]
+    .filter(i => visible(i) && !i.closest('.animation') && i.naturalWidth > 0)
+    .map(i => ({src: (i.getAttribute('alt') || i.src).slice(0, 50),
+                scale: i.getBoundingClientRect().width / i.naturalWidth}));
+  const tables = [...art.querySelectorAll('table')].filter(t => visible(t) && !t.closest('.highlight'))
+    .map(t => { const s = getComputedStyle(t), box = t.scrollWidth > t.clientWidth + 1 ? t : t.parentElement;
+                const b = getComputedStyle(box);
+                return {head: t.innerText.trim().slice(0, 40), wider: box.scrollWidth > box.clientWidth + 1,
+                        scrolls: ['auto', 'scroll'].includes(b.overflowX),
+                        cue: (b.backgroundImage || '').includes('gradient')
+                             || (b.maskImage || b.webkitMaskImage || '').includes('gradient')}; });
+  const wide = [...art.querySelectorAll('pre, mjx-container[display="true"]')]
+    .filter(e => visible(e) && e.scrollWidth > e.clientWidth + 1)
+    .map(e => e.tagName.toLowerCase() + ' ' + (e.scrollWidth - e.clientWidth) + ' px over: '
+              + e.textContent.trim().split('\n')[0].slice(0, 50));
+  const captions = [...art.querySelectorAll('figcaption .caption-number, .caption .caption-number')]
+    .map(e => e.textContent.trim());
+  return {figures, tables, wide, captions};
+}"""
+
+
+def figure_numbers_ok(rel: str, captions: list[str]) -> bool:
+    """Chapter NN's figures read Fig. NN.1, NN.2, ...; any other page's Fig. 1, 2, ..."""
+    found = re.match(r"chapters/(\d+)_", rel)
+    prefix = f"{int(found.group(1))}." if found else ""
+    return captions == [f"Fig. {prefix}{k}" for k in range(1, len(captions) + 1)]
+
+
+def width_failures(rel: str, width: str, found: dict) -> list[str]:
+    """What WIDTH_JS found at one width, as failures."""
+    out = []
+    for fig in found["figures"]:
+        px = MIN_FONT_PT * DPI / 72 * fig["scale"]
+        if px < MIN_TEXT_PX:
+            out.append(f"figure text {px:.1f} px (< {MIN_TEXT_PX:g}) at {WIDTHS[width][0]} px: "
+                       f"{fig['src']}")
+    for t in found["tables"]:
+        if t["wider"] and not (t["scrolls"] and t["cue"]):
+            out.append(f"table cut without a cue at {WIDTHS[width][0]} px: {t['head']}")
+    if width == "desktop":
+        out += [f"wider than its box at {WIDTHS[width][0]} px: {w}" for w in found["wide"]]
+        if not figure_numbers_ok(rel, found["captions"]):
+            out.append(f"figure numbers are not per page: {found['captions'][:6]}")
+    return out
+
+
 OVERFLOW_JS = """() => {
   const vw = document.documentElement.clientWidth;
   const offenders = [];
@@ -272,6 +335,7 @@ def test_page(rel, server, browser):
     for width in WIDTHS:
         page, problems = open_page(browser, url, width)
         failures += [f"[{width}] {p}" for p in problems]
+        failures += width_failures(rel, width, page.evaluate(WIDTH_JS))
         if width == "desktop":
             found = page.evaluate(CHECK_JS)
             info.update(images=len(found["images"]), animations=len(found["anims"]), math=found["math"],

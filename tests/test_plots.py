@@ -1,9 +1,15 @@
+import json
+import re
+from pathlib import Path
+
 import matplotlib
 import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
 matplotlib.use("Agg")
+
+from matplotlib.font_manager import FontProperties  # noqa: E402
 
 from grpo import lava, plots  # noqa: E402
 
@@ -65,3 +71,47 @@ def test_draw_runs_needs_one_label_per_run():
     with pytest.raises(ValueError, match="empty"):
         plots.draw_runs(ax, floor, [])
     plt.close(fig)
+
+
+# --- figure text: the floor the browser test relies on ---------------------------------------------
+ROOT = Path(__file__).resolve().parents[1]
+SCALINGS_BELOW_FLOOR = ("xx-small", "x-small")        # 5.8 and 6.9 pt at the book's 10 pt
+
+
+def small_text(source: str) -> list[str]:
+    """Font sizes in ``source`` below the book's floor: a number below plots.MIN_FONT_PT, a named
+    size below it, or, in code that draws at its own ``dpi=N``, text under 9 px at that dpi."""
+    sizes = [float(v) for v in re.findall(r"\b(?:fontsize|labelsize)\s*=\s*([0-9.]+)", source)]
+    dpis = [float(v) for v in re.findall(r"\bdpi\s*=\s*([0-9.]+)", source)]
+    bad = [f"{pt:g} pt" for pt in sizes if pt < plots.MIN_FONT_PT]
+    bad += [f"{pt:g} pt at dpi {dpi:g} is {pt * dpi / 72:.1f} px" for pt in sizes for dpi in dpis
+            if pt * dpi / 72 < 9]
+    bad += re.findall(r"\b(?:fontsize|labelsize|size)\s*=\s*[\"'](xx-small|x-small)[\"']", source)
+    return bad
+
+
+def test_small_text_finds_each_kind_of_small_font():
+    assert small_text("ax.legend(fontsize=7)") == ["7 pt"]
+    assert small_text("fig = plt.figure(dpi=64)\nax.set_title(t, fontsize=9)") == ["9 pt at dpi 64 is 8.0 px"]
+    assert small_text('ax.legend(fontsize="x-small")') == ["x-small"]
+    assert small_text("ax.legend(fontsize=8)\nax.set_title(t, fontsize=10.5)") == []
+
+
+def test_no_figure_text_below_the_floor():
+    """Every figure the book draws keeps its text >= MIN_FONT_PT (the browser test turns that
+    into >= 9 px as shown); checked in every notebook code cell and every library file."""
+    offenders = []
+    for nb_path in sorted([*ROOT.glob("chapters/*.ipynb"), *ROOT.glob("book/*.ipynb")]):
+        cells = json.loads(nb_path.read_text())["cells"]
+        for k, cell in enumerate(cells):
+            if cell["cell_type"] == "code":
+                offenders += [f"{nb_path.name} cell {k}: {b}" for b in small_text("".join(cell["source"]))]
+    for py in sorted((ROOT / "lib" / "grpo").rglob("*.py")):
+        offenders += [f"{py.relative_to(ROOT)}: {b}" for b in small_text(py.read_text())]
+    assert not offenders, offenders
+    plots.use_book_style()
+    keys = ("font.size", "axes.titlesize", "axes.labelsize", "legend.fontsize", "xtick.labelsize",
+            "ytick.labelsize", "figure.titlesize")
+    points = {k: FontProperties(size=matplotlib.rcParams[k]).get_size_in_points() for k in keys}
+    assert min(points.values()) >= plots.MIN_FONT_PT, points
+    assert matplotlib.rcParams["figure.dpi"] == matplotlib.rcParams["savefig.dpi"] == plots.DPI

@@ -1,9 +1,13 @@
 """Two fixes to the HTML that Jupyter Book 1 builds (a local Sphinx extension, see _config.yml).
 
-* Launch buttons only when the repository is known. `_config.yml` names the launch services
-  (Binder, Colab) once, and `repository.url` says where the notebooks live. Until that URL is set,
-  sphinx-book-theme would crash building the links, so the launch buttons are dropped and the
-  build goes on with no warning; the download buttons stay.
+* Launch buttons and the repository link only when the repository is known. `_config.yml` names
+  the launch services (Binder, Colab) once, and `repository.url` says where the notebooks live.
+  Until that URL is set, sphinx-book-theme would crash building the links, so the launch buttons
+  are dropped and the build goes on with no warning; the download buttons stay. Once it is set,
+  the header links the repository too.
+* Figure numbers per chapter. Sphinx numbers figures through the whole book (chapter 6 would
+  start at Fig. 28); each page's figures are renumbered from 1, behind its chapter's number, so
+  chapter 6's first figure is Fig. 6.1 and a page outside `chapters/` counts Fig. 1, 2, ...
 * Each script once. sphinx-thebe registers its inline configuration script each time Sphinx reads
   the sources, and a build that reads twice (sphinxcontrib-bibtex asks for a second pass) puts
   `const THEBE_JS_URL = ...` on every page twice: a JavaScript error in every browser. Identical
@@ -23,7 +27,28 @@ def _launch_guard(app, config):
     options = dict(config.html_theme_options or {})
     if not str(options.get("repository_url") or "").strip():
         options.pop("launch_buttons", None)
-        config.html_theme_options = options
+    else:
+        options["use_repository_button"] = True
+    config.html_theme_options = options
+
+
+def _chapter_number(docname: str) -> tuple[int, ...]:
+    """``chapters/06_lunar_lander`` -> (6,); a page outside chapters/ has no prefix."""
+    found = re.match(r"chapters/(\d+)_", docname)
+    return (int(found.group(1)),) if found else ()
+
+
+def _figure_numbers_per_chapter(app, env):
+    """Renumber each page's figures 1, 2, ... in page order, behind the chapter's number."""
+    renumbered = []
+    for docname, kinds in env.toc_fignumbers.items():
+        for numbers in kinds.values():
+            in_page_order = sorted(numbers, key=numbers.get)
+            new = {fig: (*_chapter_number(docname), k) for k, fig in enumerate(in_page_order, 1)}
+            if new != numbers:
+                numbers.update(new)
+                renumbered.append(docname)
+    return renumbered
 
 
 def _scripts_once(app, pagename, templatename, context, doctree):
@@ -51,6 +76,7 @@ def _no_cdn_links(app, exception):
 
 def setup(app):
     app.connect("config-inited", _launch_guard)
+    app.connect("env-get-updated", _figure_numbers_per_chapter, priority=900)   # after Sphinx's
     app.connect("html-page-context", _scripts_once, priority=900)
     app.connect("build-finished", _no_cdn_links)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -32,15 +32,22 @@ COLORS = {
     "constant": "#56B4E9",
     "A2C": "#CC79A7",
     "GRPO process": "#D55E00",
-    "GRPO, V(s) baseline": "#56B4E9",   # chapter 6's control: GRPO's batches, a learned baseline
+    "GRPO, V(s) baseline": "#6A3D9A",   # chapter 6's control (purple: apart from PPO's blue)
 }
+
+
+# Every figure is drawn at DPI, and no text in it is smaller than MIN_FONT_PT (tests/test_plots.py
+# scans the chapters and the library for smaller sizes). The browser test turns the pair into the
+# smallest text a reader sees: MIN_FONT_PT * DPI / 72 px, times the shown / drawn width, >= 9 px.
+DPI = 110
+MIN_FONT_PT = 8
 
 
 def use_book_style() -> None:
     """Apply the book's matplotlib style (call once at the top of a chapter)."""
     mpl.rcParams.update({
-        "figure.dpi": 110,
-        "savefig.dpi": 110,
+        "figure.dpi": DPI,
+        "savefig.dpi": DPI,
         "figure.figsize": (7.5, 3.6),
         "font.size": 10,
         "axes.titlesize": 11,

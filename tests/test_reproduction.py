@@ -43,8 +43,8 @@ def test_difference_from_a_value_or_a_range(published, ours, diff):
 
 
 def test_the_chapter_6_rows_use_the_seed_spread(tmp_path):
-    """A LunarLander registry shaped as issue 8 asks: PPO within the published 273-280, GRPO and
-    A2C below 200, no degenerate groups."""
+    """A LunarLander registry shaped as issue 8 asks: GRPO and A2C below 200 judged by the seed
+    spread, no degenerate groups; PPO at half the published steps shown for scale, not judged."""
     write(tmp_path, "06_lunar_lander", {
         "PPO": {"det_return_mean": 262.0, "det_return_per_seed": [250.0, 262.0, 274.0]},
         "GRPO_outcome": {"det_return_mean": 120.0, "det_return_per_seed": [100.0, 120.0, 140.0],
@@ -52,13 +52,12 @@ def test_the_chapter_6_rows_use_the_seed_spread(tmp_path):
         "A2C": {"det_return_mean": 215.0, "det_return_per_seed": [213.0, 215.0, 217.0]}})
     rows = {f["ours"]: f for f in rep.load_published()["figures"] if f["chapter"] == 6}
     ppo = rep.judge(rows["06_lunar_lander:PPO.det_return_mean"], folder=tmp_path)
-    assert ppo.difference == pytest.approx(-11.0)
-    assert ppo.sigma == pytest.approx((2 * 144.0 / 3) ** 0.5)           # var 144 over 3 seeds
-    assert ppo.within                                                    # 11 <= 2 * 9.8
+    assert ppo.difference == pytest.approx(-11.0) and ppo.within is None and ppo.counted
     grpo = rep.judge(rows["06_lunar_lander:GRPO_outcome.det_return_mean"], folder=tmp_path)
     assert grpo.difference == 0.0 and grpo.within                        # below 200: as published
     a2c = rep.judge(rows["06_lunar_lander:A2C.det_return_mean"], folder=tmp_path)
     assert a2c.difference == pytest.approx(15.0) and not a2c.within      # it solved: outside
+    assert a2c.sigma == pytest.approx((2 * 4.0 / 3) ** 0.5)              # var 4 over 3 seeds
     degenerate = rep.judge(rows["06_lunar_lander:GRPO_outcome.degenerate_fraction"], folder=tmp_path)
     assert degenerate.within                                             # 0.004 rounds to 0.00
 
@@ -137,3 +136,15 @@ def test_a_single_published_run_counts_its_own_spread(tmp_path):
     v = rep.judge(fig, folder=tmp_path)
     assert v.sigma == pytest.approx((1.96 * (1 / 3 + 1)) ** 0.5) and v.within     # 2.8 <= 2 * 1.62
     assert not rep.judge({**fig, "published_runs": 3}, folder=tmp_path).within      # 2.8 > 2 * 1.14
+
+
+def test_a_context_row_is_shown_but_never_judged(tmp_path):
+    (tmp_path / "06_x.json").write_text(json.dumps({"PPO": {"det": 253.0}}))
+    row = {"chapter": 6, "figure": "PPO at half the steps", "published": [273, 280], "unit": 1,
+           "source": "s", "ours": "06_x:PPO.det", "noise": "context", "explanation": "half the steps"}
+    v = rep.judge(row, folder=tmp_path)
+    assert v.ours == 253.0 and v.difference == -20.0 and v.within is None and v.counted
+    bad = {"sources": {"s": {}}, "figures": [{k: x for k, x in row.items() if k != "explanation"}]}
+    (tmp_path / "published.json").write_text(json.dumps(bad))
+    with pytest.raises(ValueError, match="needs its 'explanation'"):
+        rep.load_published(tmp_path / "published.json")

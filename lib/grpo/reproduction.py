@@ -18,6 +18,8 @@ Noise kinds:
                 spread, so a replication that lands above it is not outside for having done better
     floor_set, trained
                 sigma measured by the caller (the report scores the policies on fresh floors)
+    context     not the same experiment (e.g. half the published steps): shown beside the
+                published figure for scale, never judged within or outside (``within`` is None)
 A figure with a sigma is within noise when |ours - published| <= 2 sigma; against a range, the
 difference is the distance from the range.
 """
@@ -30,7 +32,7 @@ from pathlib import Path
 
 from .results import results_dir
 
-NOISE_KINDS = ("exact", "rounding", "band", "seed_range", "seeds", "floor_set", "trained")
+NOISE_KINDS = ("exact", "rounding", "band", "seed_range", "seeds", "floor_set", "trained", "context")
 MEASURED_BY_CALLER = ("floor_set", "trained")
 
 
@@ -47,7 +49,7 @@ class Verdict:
     ours: object              # our value, or NOT_RUN
     difference: float | None  # ours - published (distance from a published range)
     sigma: float | None       # the noise of the difference, where the kind has one (0 for exact)
-    within: bool | None       # None when not run
+    within: bool | None       # None when not run, or not comparable (noise "context")
 
     @property
     def counted(self) -> bool:
@@ -71,6 +73,8 @@ def load_published(path: str | Path | None = None) -> dict:
             raise ValueError(f"figure {fig['figure']!r}: unknown noise kind {fig['noise']!r}")
         if fig["source"] not in sources:
             raise ValueError(f"figure {fig['figure']!r}: unknown source {fig['source']!r}")
+        if fig["noise"] == "context" and not fig.get("explanation"):
+            raise ValueError(f"figure {fig['figure']!r}: a context row needs its 'explanation'")
         if fig["noise"] in ("seeds", "seed_range") and "seeds" not in fig:
             raise ValueError(f"figure {fig['figure']!r}: noise {fig['noise']!r} needs 'seeds'")
         if not (isinstance(fig["unit"], (int, float)) and fig["unit"] > 0):
@@ -118,6 +122,8 @@ def judge(fig: dict, sigma: float | None = None, folder: str | Path | None = Non
         raise ValueError(f"{fig['ours']} is {ours!r}, not a number")
     kind, unit = fig["noise"], fig["unit"]
     diff = difference(ours, fig["published"])
+    if kind == "context":
+        return Verdict(ours, diff, None, None)
     if kind == "exact":
         return Verdict(ours, diff, 0.0, diff == 0)
     if kind == "rounding":

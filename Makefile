@@ -85,11 +85,12 @@ execute: $(STAMP)
 bench: $(STAMP)
 	@for f in bench/*.py; do echo "== $$f"; $(BIN)/python $$f; done
 
-# Chapters 8, 10 and 11's runs too long for nbval, stored in data/runs/ (tests/test_stored_runs.py
-# and tests/test_pretrained_runs.py replay them).
+# Chapters 6, 8, 10 and 11's runs too long for nbval, stored in data/runs/ (tests/test_stored_runs.py,
+# tests/test_pretrained_runs.py and tests/test_stored_lander.py replay them).
 full: $(STAMP)
 	$(BIN)/python -m grpo.lm.runs --all --workers 2
 	$(BIN)/python -m grpo.lm.pretrained --all --workers 2
+	$(BIN)/python -m grpo.lander.studies --workers 2
 
 clean:
 	rm -rf _build

@@ -499,3 +499,224 @@ def test_loss_grads_refuse_actions_outside_the_four():
             L.grpo_loss_grad(logits, bad, ones, ones, ones, ones, 0.2, 0.04)
         with pytest.raises(ValueError, match="actions must be ints"):
             L.ppo_loss_grad(logits, bad, ones, ones, 0.2, 0.01)
+
+
+# --- the NumPy trainers against a torch-autograd reference ----------------------------------------
+def _two_iterations(algo, cfg, monkeypatch):
+    """Train exactly two iterations; return the run and the episodes each iteration collected."""
+    from grpo.lander import trainers
+    collected, real = [], trainers.play_episodes
+
+    def recording(*args, **kwargs):
+        ep = real(*args, **kwargs)
+        collected.append(ep)
+        return ep
+
+    monkeypatch.setattr(trainers, "play_episodes", recording)
+    spec = dict(eval_every=10**6, val_episodes=1, test_episodes=1, config=cfg)
+    L.train(L.RunSpec(algo, 5, 1, **spec))                     # one iteration: how many steps
+    first = int(collected[0].lengths.sum())
+    collected.clear()
+    run = L.train(L.RunSpec(algo, 5, first + 1, **spec))       # so exactly two
+    assert len(collected) == 2
+    return run, collected
+
+
+def _reference_grpo(cfg, episodes, seed=5, swap_old_and_ref=False):
+    """The same iterations with autograd: torch's log-softmax, ``grpo_loss``, clip_grad_norm_ and
+    torch.optim.Adam, in float64 as the NumPy path computes (one minibatch an epoch)."""
+    actor = L.make_actor(seed).double()
+    opt = torch.optim.Adam(actor.parameters(), lr=cfg.lr, eps=cfg.adam_eps)
+    ref = copy.deepcopy(actor)                                 # ref_every > 2: the start policy
+    critic = L.make_critic(seed).double() if cfg.baseline == "value" else None
+    critic_opt = None if critic is None else torch.optim.Adam(critic.parameters(), lr=cfg.lr,
+                                                              eps=cfg.adam_eps)
+    for ep in episodes:
+        obs = torch.from_numpy(np.concatenate(ep.obs)).double()
+        act = torch.from_numpy(np.concatenate(ep.actions)).long()
+        w = torch.from_numpy(L.step_weights(ep.lengths))
+        to_go = torch.from_numpy(np.concatenate(L.returns_to_go(ep.rewards)))
+        with torch.no_grad():
+            if critic is None:
+                adv = np.repeat(L.outcome_advantages(ep.returns, cfg.group_size), ep.lengths)
+            else:
+                adv = L.baseline_advantages(to_go.numpy(), critic(obs)[:, 0].numpy())
+            logp_old = torch.log_softmax(actor(obs), -1).gather(1, act[:, None])[:, 0]
+            logp_ref = torch.log_softmax(ref(obs), -1).gather(1, act[:, None])[:, 0]
+        if swap_old_and_ref:
+            logp_old, logp_ref = logp_ref, logp_old
+        adv = torch.from_numpy(adv)
+        for _ in range(cfg.epochs):
+            logp = torch.log_softmax(actor(obs), -1).gather(1, act[:, None])[:, 0]
+            loss = L.grpo_loss(logp, logp_old, logp_ref, adv, w, cfg.clip, cfg.beta)[0]
+            opt.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(actor.parameters(), cfg.max_grad_norm)
+            opt.step()
+            if critic is not None:                             # V(s) fitted to G_t, its own Adam
+                value_loss = ((critic(obs)[:, 0] - to_go) ** 2).mean()
+                critic_opt.zero_grad()
+                value_loss.backward()
+                torch.nn.utils.clip_grad_norm_(critic.parameters(), cfg.max_grad_norm)
+                critic_opt.step()
+    return {k: v.float() for k, v in actor.state_dict().items()}
+
+
+def _max_gap(a, b):
+    return max(float((a[k] - b[k]).abs().max()) for k in a)
+
+
+@pytest.mark.parametrize("baseline", ["group", "value"])
+def test_two_grpo_iterations_match_an_autograd_reference_trainer(baseline, monkeypatch):
+    """train_grpo's NumPy path (FlatMLP, grpo_loss_grad, mlp.Adam) lands on the weights that
+    autograd and torch.optim.Adam reach on the same episodes. The second iteration has
+    pi_old != pi_ref, so swapping them (a mis-wired trainer) lands elsewhere; for the V(s)
+    control, the second iteration's advantages come from the critic the first one trained."""
+    cfg = L.GRPOConfig(group_size=2, prompts=2, epochs=3, minibatch=10**6, ref_every=10,
+                       beta=0.5, baseline=baseline)
+    run, episodes = _two_iterations(L.GRPOConfig().algo if baseline == "group" else "grpo_value",
+                                    cfg, monkeypatch)
+    reference = _reference_grpo(cfg, episodes)
+    moved = _max_gap({k: v.float() for k, v in L.make_actor(5).state_dict().items()}, reference)
+    assert _max_gap(run["final_state"], reference) < 1e-6 < moved / 100
+    swapped = _reference_grpo(cfg, episodes, swap_old_and_ref=True)
+    assert _max_gap(swapped, reference) > 100 * _max_gap(run["final_state"], reference)
+
+
+def _reference_ppo(cfg, rollouts, seed=5, ent_sign=1.0):
+    """PPO's iterations with autograd: GAE from the critic, the clipped surrogate, the entropy bonus
+    and the value loss, one joint gradient-norm clip and one torch Adam over actor and critic."""
+    actor, critic = L.make_actor(seed).double(), L.make_critic(seed).double()
+    opt = torch.optim.Adam([*actor.parameters(), *critic.parameters()], lr=cfg.lr, eps=cfg.adam_eps)
+    for s in rollouts:
+        T, N = s.actions.shape
+        obs = torch.from_numpy(s.obs.reshape(-1, L.OBS_DIM)).double()
+        act = torch.from_numpy(s.actions.reshape(-1)).long()
+        with torch.no_grad():
+            values = critic(obs)[:, 0].numpy().reshape(T, N)
+            last_v = critic(torch.from_numpy(s.next_obs).double())[:, 0].numpy()
+            rewards = s.rewards.copy()
+            for t, i, o in s.truncated:
+                rewards[t, i] += cfg.gamma * float(critic(torch.from_numpy(o[None]).double())[0, 0])
+            logp_old = torch.log_softmax(actor(obs), -1).gather(1, act[:, None])[:, 0]
+        adv, ret = L.gae(rewards, values, s.dones, last_v, cfg.gamma, cfg.lam)
+        adv, ret = torch.from_numpy(adv.reshape(-1)), torch.from_numpy(ret.reshape(-1))
+        adv = (adv - adv.mean()) / (adv.std() + 1e-8)       # per minibatch (one here), ddof 1 as SB3
+        for _ in range(cfg.epochs):
+            logp_all = torch.log_softmax(actor(obs), -1)
+            logp = logp_all.gather(1, act[:, None])[:, 0]
+            surrogate = torch.minimum(torch.exp(logp - logp_old) * adv,
+                                      torch.clamp(torch.exp(logp - logp_old), 1 - cfg.clip,
+                                                  1 + cfg.clip) * adv)
+            entropy = -(logp_all.exp() * logp_all).sum(1)
+            value_loss = ((critic(obs)[:, 0] - ret) ** 2).mean()
+            loss = -surrogate.mean() - ent_sign * cfg.ent_coef * entropy.mean() + cfg.vf_coef * value_loss
+            opt.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_([*actor.parameters(), *critic.parameters()], cfg.max_grad_norm)
+            opt.step()
+    return {k: v.float() for k, v in actor.state_dict().items()}
+
+
+def test_two_ppo_iterations_match_an_autograd_reference_trainer(monkeypatch):
+    """train_actor_critic's NumPy path (GAE, ppo_loss_grad, the critic's backward, one joint clip
+    and Adam) lands on the weights autograd reaches on the same rollouts; a flipped entropy bonus
+    lands elsewhere."""
+    from grpo.lander import trainers
+    rollouts, real = [], trainers.StepCollector.collect
+
+    def recording(self, actor, n_steps):
+        s = real(self, actor, n_steps)
+        rollouts.append(copy.deepcopy(s))                   # the trainer bootstraps in place
+        return s
+
+    monkeypatch.setattr(trainers.StepCollector, "collect", recording)
+    cfg = L.ActorCriticConfig(n_envs=2, n_steps=64, epochs=3, minibatch=128, ent_coef=0.2)
+    run = L.train(L.RunSpec("ppo", 5, 129, eval_every=10**6, val_episodes=1, test_episodes=1,
+                            config=cfg))
+    assert len(rollouts) == 2
+    reference = _reference_ppo(cfg, rollouts)
+    gap = _max_gap(run["final_state"], reference)
+    assert gap < 1e-6 < _max_gap({k: v.float() for k, v in L.make_actor(5).state_dict().items()},
+                                 reference) / 100
+    assert _max_gap(_reference_ppo(cfg, rollouts, ent_sign=-1.0), reference) > 100 * gap
+
+
+def test_ratio_stats_count_the_band_and_approx_kl_by_hand():
+    logits = np.zeros((4, 4))                                  # pi = 1/4 everywhere
+    logp_old = np.log([0.25, 0.5, 0.2, 0.25])                  # rho = 1, 0.5, 1.25, 1
+    frac, kl = L.ratio_stats(logits, np.array([0, 1, 2, 3]), logp_old, clip=0.2)
+    rho = np.array([1.0, 0.5, 1.25, 1.0])
+    assert frac == 0.5 and np.isclose(kl, np.mean(rho - 1 - np.log(rho)))
+    with pytest.raises(ValueError, match="logits must be"):
+        L.ratio_stats(logits, np.array([0, 1]), logp_old, clip=0.2)
+
+
+def test_explained_variance_by_hand():
+    target = np.array([1.0, 2.0, 3.0, 4.0])
+    assert L.explained_variance(target, target) == 1.0
+    assert L.explained_variance(np.full(4, 2.5), target) == 0.0
+    assert np.isnan(L.explained_variance(target, np.ones(4)))
+    with pytest.raises(ValueError, match="predicted and target"):
+        L.explained_variance(target, target[:3])
+
+
+def test_sleep_gate_reads_the_legs_down_states_only():
+    actor = L.make_actor(0)
+    with torch.no_grad():                                      # a policy that fires nothing w.p. 0.7
+        for p in actor.parameters():
+            p.zero_()
+        actor[-1].bias.copy_(torch.log(torch.tensor([0.7, 0.1, 0.1, 0.1])))
+    up, down = np.zeros((3, 8), np.float32), np.zeros((2, 8), np.float32)
+    down[:, 6:] = 1.0                                          # both legs in contact
+    ep = L.Episodes([up, down], [np.zeros(3, int), np.zeros(2, int)], [np.zeros(3), np.zeros(2)])
+    gate = L.sleep_gate(actor, ep)
+    assert gate["legs_down_states"] == 2 and np.isclose(gate["p_no_engine"], 0.7)
+    assert np.isclose(gate["p_quiet_run"], 0.7 ** L.SLEEP_STEPS)
+    assert np.isnan(L.sleep_gate(actor, L.Episodes([up], [np.zeros(3, int)], [np.zeros(3)]))["entropy"])
+    with pytest.raises(ValueError, match="at least one episode"):
+        L.sleep_gate(actor, L.Episodes([], [], []))
+
+
+def test_episode_gae_is_gae_per_episode_with_terminals_and_bootstraps():
+    rewards = [np.array([1.0, 2.0, -100.0]), np.array([0.5, 0.5])]       # a crash, then a cut
+    values = np.array([0.1, 0.2, 0.3, 0.4, 0.5])
+    adv, targets = L.episode_gae(rewards, values, [True, False], [9.0, 7.0], gamma=0.9, lam=0.8)
+    a1, _ = L.gae(rewards[0][:, None], values[:3, None], np.array([[0], [0], [1]]), np.array([9.0]),
+                  0.9, 0.8)
+    a2, _ = L.gae(rewards[1][:, None], values[3:, None], np.zeros((2, 1)), np.array([7.0]), 0.9, 0.8)
+    assert np.allclose(adv, np.r_[a1[:, 0], a2[:, 0]]) and np.allclose(targets, adv + values)
+    assert np.isclose(adv[2], -100.0 - 0.3)                              # the crash: nothing after
+    assert np.isclose(adv[4], 0.5 + 0.9 * 7.0 - 0.5)                     # the cut: bootstrapped
+    with pytest.raises(ValueError, match="one terminal flag"):
+        L.episode_gae(rewards, values[:4], [True, False], [9.0, 7.0], 0.9, 0.8)
+
+
+def test_terminal_episodes_the_time_input_and_the_unscaled_outcome_advantage():
+    ep = L.Episodes([np.zeros((3, 8)), np.zeros((2, 8))], [np.zeros(3, int), np.zeros(2, int)],
+                    [np.array([1.0, 1.0, 100.0]), np.array([1.0, -0.5])], [np.zeros(8), np.zeros(8)])
+    assert L.ended_at_terminal(ep).tolist() == [True, False]
+    x = L.critic_inputs(L.GRPOConfig(group_size=2, prompts=1, baseline="value_time"), ep)
+    assert x.shape == (5, 9) and np.allclose(x[:, 8], np.r_[0, 1, 2, 0, 1] / L.TIME_LIMIT)
+    assert L.critic_inputs(L.GRPOConfig(group_size=2, prompts=1, baseline="value"), ep).shape == (5, 8)
+    adv, _ = L.episode_advantages(L.GRPOConfig(group_size=2, prompts=1, scale_by_std=False), ep)
+    assert np.allclose(adv, np.repeat([50.75, -50.75], [3, 2]))          # R - mean, not / std
+
+
+@pytest.mark.parametrize("field, value", [("scale_by_std", "no"), ("length_weights", 1),
+                                          ("gamma", 0.0), ("lam", 1.5), ("baseline", "gea")])
+def test_the_new_grpo_flags_are_checked(field, value):
+    with pytest.raises(ValueError, match=field):
+        L.GRPOConfig(**{field: value})
+
+
+def test_unit_weights_and_the_new_baselines_change_the_run():
+    base = dict(group_size=2, prompts=2, minibatch=64, epochs=2)
+    runs = {name: L.train(L.RunSpec(cfg.algo, 3, 600, eval_every=300, val_episodes=1, test_episodes=1,
+                                    config=cfg))["final_state"]["4.weight"]
+            for name, cfg in (("outcome", L.GRPOConfig(**base)),
+                              ("w1", L.GRPOConfig(**base, length_weights=False)),
+                              ("gae", L.GRPOConfig(**base, baseline="gae")),
+                              ("value_time", L.GRPOConfig(**base, baseline="value_time")))}
+    for name in ("w1", "gae", "value_time"):
+        assert not torch.equal(runs[name], runs["outcome"]), name

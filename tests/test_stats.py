@@ -2,6 +2,7 @@
 import numpy as np
 import pytest
 
+from grpo import stats
 from grpo.stats import paired_lift
 
 
@@ -154,3 +155,14 @@ def test_lift_gap_finds_a_lift_that_sits_on_one_subset_and_not_a_uniform_one():
     assert false <= 10
     with pytest.raises(ValueError, match="boolean masks"):
         lift_gap(before, after, first[:10], ~first)
+
+
+def test_over_seeds_is_a_t_interval_on_s_minus_1_dof():
+    r = stats.over_seeds([10.0, 12.0, 17.0])
+    sd = np.std([10.0, 12.0, 17.0], ddof=1)
+    assert r.mean == 13.0 and np.allclose(r.ci95, (13 - 4.303 * sd / 3 ** 0.5, 13 + 4.303 * sd / 3 ** 0.5))
+    assert r.significant and 0 < r.p_value < 0.05
+    assert not stats.over_seeds([-1.0, 2.0, 1.0]).significant
+    for bad in ([1.0], [[1.0, 2.0]], [1.0, float("nan")]):
+        with pytest.raises(ValueError, match="one finite number per seed"):
+            stats.over_seeds(bad)

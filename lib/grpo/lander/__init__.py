@@ -15,17 +15,20 @@ Modules (everything is re-exported here, so ``from grpo import lander; lander.tr
     __main__    ``python -m grpo.lander --help``: the full published scale with a progress bar
 """
 # ruff: noqa: F401  (re-exported: chapter 6, the tests and the benches use ``lander.<name>``)
-from .env import (ENV_ID, MAIN_ENGINE, N_ACTIONS, OBS_DIM, SOLVED, TEST_SEED0, TRAIN_SEEDS, VAL_SEED0, MLP,
+from .env import (ENV_ID, MAIN_ENGINE, N_ACTIONS, NO_ENGINE, OBS_DIM, SLEEP_STEPS, SOLVED, TEST_SEED0,
+                  TIME_LIMIT, TRAIN_SEEDS, VAL_SEED0, MLP,
                   Episodes, Evaluator, Steps, StepCollector, check_obs, entropy_of, episode_outcomes, fly,
                   load_actor, log_softmax, make_actor, make_critic, make_env, mlp, play_episodes,
-                  policy_logits, sample_actions, start_obs, visited_state_entropy)
-from .objectives import (GROUP_EPS, baseline_advantages, gae, grpo_loss, grpo_loss_grad, outcome_advantages,
-                         ppo_loss_grad, process_advantages, returns_to_go, step_weights, surrogate_slope,
+                  policy_logits, sample_actions, sleep_gate, start_obs, visited_state_entropy)
+from .objectives import (GROUP_EPS, baseline_advantages, ended_at_terminal, episode_gae, explained_variance,
+                         gae, grpo_loss, grpo_loss_grad, outcome_advantages, ppo_loss_grad,
+                         process_advantages, ratio_stats, returns_to_go, step_weights, surrogate_slope,
                          time_baseline)
 from .report import summarize
 from .trainers import (A2C_CONFIG, ALGOS, DEFAULT_CONFIGS, DIAGNOSTICS, ActorCriticConfig, GRPOConfig,
-                       RunSpec, _check_spec, _Tracker, episode_advantages, gradient_agreement,
-                       log_diagnostics, run_all, train, train_actor_critic, train_grpo)
+                       LEARNED_BASELINES, PPO_DIAGNOSTICS, RunSpec, _check_spec, _Tracker, critic_inputs,
+                       episode_advantages, gradient_agreement, log_diagnostics, run_all, train,
+                       train_actor_critic, train_grpo)
 
 __all__ = [name for name in dir() if not name.startswith("__")
            and name not in ("env", "objectives", "report", "trainers")]

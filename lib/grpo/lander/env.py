@@ -34,6 +34,9 @@ TRAIN_SEEDS = (0, 1_000_000)           # prompts are drawn from here
 VAL_SEED0 = 1_000_000                  # periodic evaluation, picks the best checkpoint
 TEST_SEED0 = 2_000_000                 # final held-out evaluation
 MAIN_ENGINE = 2                        # actions: 0 nothing, 1 left engine, 2 main engine, 3 right engine
+NO_ENGINE = 0
+TIME_LIMIT = 1000                      # LunarLander-v3's steps per episode
+SLEEP_STEPS = 25   # Box2D puts a still body to sleep after 0.5 s, 25 frames at 50 FPS; an engine wakes it
 
 
 # ---------------------------------------------------------------------------------------------
@@ -57,9 +60,9 @@ class MLP(nn.Sequential):
         return F.linear(torch.tanh(F.linear(torch.tanh(F.linear(x, w1, b1)), w2, b2)), w3, b3)
 
 
-def mlp(n_out: int, out_gain: float, generator: torch.Generator) -> nn.Sequential:
+def mlp(n_out: int, out_gain: float, generator: torch.Generator, n_in: int = OBS_DIM) -> nn.Sequential:
     """8 -> 64 -> 64 -> n_out, tanh, orthogonal init (hidden gain sqrt 2, as SB3 and CleanRL)."""
-    net = MLP(nn.Linear(OBS_DIM, 64, dtype=DTYPE), nn.Tanh(), nn.Linear(64, 64, dtype=DTYPE), nn.Tanh(),
+    net = MLP(nn.Linear(n_in, 64, dtype=DTYPE), nn.Tanh(), nn.Linear(64, 64, dtype=DTYPE), nn.Tanh(),
               nn.Linear(64, n_out, dtype=DTYPE))
     for layer, gain in zip(net[::2], (2 ** 0.5, 2 ** 0.5, out_gain)):
         nn.init.orthogonal_(layer.weight, gain, generator=generator)
@@ -72,9 +75,9 @@ def make_actor(seed: int) -> nn.Sequential:
     return mlp(N_ACTIONS, 0.01, torch.Generator().manual_seed(seed))
 
 
-def make_critic(seed: int) -> nn.Sequential:
-    """PPO's and A2C's value function V(s), 8 -> 64 -> 64 -> 1."""
-    return mlp(1, 1.0, torch.Generator().manual_seed(seed + 10_000))
+def make_critic(seed: int, n_in: int = OBS_DIM) -> nn.Sequential:
+    """PPO's and A2C's value function V(s), 8 -> 64 -> 64 -> 1 (``n_in`` 9: V(s, t), with time)."""
+    return mlp(1, 1.0, torch.Generator().manual_seed(seed + 10_000), n_in)
 
 
 def check_obs(obs) -> np.ndarray:
@@ -183,6 +186,25 @@ def visited_state_entropy(actor, ep: Episodes) -> float:
     if not ep.obs:
         raise ValueError("visited_state_entropy needs at least one episode")
     return float(entropy_of(policy_logits(actor, np.concatenate(ep.obs))).mean())
+
+
+def sleep_gate(actor, ep: Episodes) -> dict:
+    """What the +100 asks of a policy once it is down. Gymnasium pays it only when the Box2D body
+    falls asleep, which takes SLEEP_STEPS frames in a row with no engine firing (any engine wakes
+    it). At every visited state with both legs in contact: the policy's entropy, its probability
+    of firing no engine p, and p ** SLEEP_STEPS, the chance of that many quiet steps in a row if p
+    held (an upper bound on coming to rest from there: the body must be still as well)."""
+    if not ep.obs:
+        raise ValueError("sleep_gate needs at least one episode")
+    states = np.concatenate(ep.obs)
+    down = states[(states[:, 6] > 0.5) & (states[:, 7] > 0.5)]
+    if not len(down):
+        return {"legs_down_states": 0, "entropy": float("nan"), "p_no_engine": float("nan"),
+                "p_quiet_run": float("nan")}
+    logits = policy_logits(actor, down)
+    p = np.exp(log_softmax(np.asarray(logits, dtype=float)))[:, NO_ENGINE]
+    return {"legs_down_states": int(len(down)), "entropy": float(entropy_of(logits).mean()),
+            "p_no_engine": float(p.mean()), "p_quiet_run": float(np.mean(p ** SLEEP_STEPS))}
 
 
 

@@ -79,6 +79,32 @@ def process_advantages(rewards, eps: float = GROUP_EPS) -> list:
     return [np.cumsum(((np.asarray(r, float) - mu) / (sd + eps))[::-1])[::-1] for r in rewards]
 
 
+def ended_at_terminal(ep) -> np.ndarray:
+    """Per episode: True when it ended in a terminal state (landed or crashed: a last reward of
+    exactly +100 or -100), False when the time limit cut it."""
+    return np.array([float(r[-1]) in (100.0, -100.0) for r in ep.rewards])
+
+
+def episode_gae(rewards, values, terminal, last_values, gamma: float, lam: float):
+    """GAE(gamma, lambda) over complete episodes of different lengths (``gae`` per episode).
+    ``values``: V at every step, episodes concatenated; an episode that ended in a terminal state
+    is worth 0 after its last step, one the time limit cut is bootstrapped from ``last_values``
+    (V of the state it was cut in). Returns (advantages, value targets), concatenated."""
+    if not (len(rewards) == len(terminal) == len(last_values)) or len(values) != sum(map(len, rewards)):
+        raise ValueError(f"need one terminal flag and last value per episode and one value per step, "
+                         f"got {len(rewards)} episodes, {len(terminal)}, {len(last_values)}, "
+                         f"{len(values)} values for {sum(map(len, rewards))} steps")
+    adv, start = [], 0
+    for r, done, last_v in zip(rewards, terminal, last_values):
+        v = np.asarray(values[start:start + len(r)], float)[:, None]
+        dones = np.zeros((len(r), 1))
+        dones[-1] = done
+        adv.append(gae(np.asarray(r, float)[:, None], v, dones, np.array([last_v]), gamma, lam)[0][:, 0])
+        start += len(r)
+    adv = np.concatenate(adv)
+    return adv, adv + np.asarray(values, float)
+
+
 def step_weights(lengths) -> np.ndarray:
     """Per-step weights 1/L_i (the paper's 1/|o_i|), rescaled to mean 1 over all steps."""
     L = np.asarray(lengths)
@@ -161,3 +187,24 @@ def ppo_loss_grad(logits, actions, logp_old, adv, clip: float, ent_coef: float):
     entropy = -(p * logp_all).sum(1, keepdims=True)
     d = _logits_grad(logp_all, actions, -slope / len(actions))
     return d + ent_coef / len(actions) * p * (logp_all + entropy), clipped
+
+
+def ratio_stats(logits, actions, logp_old, clip: float) -> tuple[float, float]:
+    """How far a minibatch step's policy is from pi_old, as Stable-Baselines3 and CleanRL log it:
+    the fraction of steps with |rho - 1| > clip (whether or not the clipped branch won), and
+    approx-KL mean((rho - 1) - log rho), k3 of pi_theta against pi_old."""
+    _check_rows(logits, actions, logp_old)
+    log_ratio = log_softmax(logits)[np.arange(len(actions)), actions] - logp_old
+    return (float(np.mean(np.abs(np.expm1(log_ratio)) > clip)),
+            float(np.mean(np.expm1(log_ratio) - log_ratio)))
+
+
+def explained_variance(predicted, target) -> float:
+    """1 - Var(target - predicted) / Var(target): 1 is a perfect value net, 0 no better than the
+    mean, below 0 worse; NaN when the targets do not vary."""
+    predicted, target = np.asarray(predicted, float), np.asarray(target, float)
+    if predicted.shape != target.shape or predicted.ndim != 1:
+        raise ValueError(f"predicted and target must be equal 1-D arrays, got {predicted.shape} "
+                         f"and {target.shape}")
+    var = target.var()
+    return float(1 - (target - predicted).var() / var) if var > 0 else float("nan")

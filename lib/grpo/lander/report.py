@@ -37,4 +37,16 @@ def summarize(runs) -> dict:
               "group_return_std_median"):
         if k in runs[0] and runs[0]["algo"].startswith("grpo"):
             out[k] = float(np.mean([r[k] for r in runs]))
+    # SB3's logs (every algorithm): each seed's median over its updates, averaged over the seeds
+    for k in ("clip_fraction_study_median", "approx_kl_median", "explained_variance_median",
+              "entropy_median"):
+        per_seed = np.array([r.get(k, np.nan) for r in runs], float)
+        if np.isfinite(per_seed).any():
+            out[k] = float(np.nanmean(per_seed))
+    if all("sleep_gate" in r for r in runs):   # the final policy, sampled, at legs-down states
+        gates = [r["sleep_gate"] for r in runs]
+        out["sleep_gate"] = {"legs_down_states": int(sum(g["legs_down_states"] for g in gates)),
+                             **{k: float(np.nanmean([g[k] for g in gates]))
+                                if any(np.isfinite(g[k]) for g in gates) else float("nan")
+                                for k in ("entropy", "p_no_engine", "p_quiet_run")}}
     return out

@@ -17,13 +17,14 @@ import torch
 from .. import checks
 from ..mlp import Adam, FlatMLP
 from ..pool import parallel_map
-from .env import (OBS_DIM, TEST_SEED0, TRAIN_SEEDS, VAL_SEED0, Evaluator, StepCollector, entropy_of,
-                  episode_outcomes, log_softmax, make_actor, make_critic, make_env, play_episodes,
-                  policy_logits, start_obs, visited_state_entropy)
-from .objectives import (GROUP_EPS, baseline_advantages, gae, grpo_loss_grad, outcome_advantages,
-                         ppo_loss_grad, process_advantages, returns_to_go, step_weights, time_baseline)
+from .env import (OBS_DIM, TEST_SEED0, TIME_LIMIT, TRAIN_SEEDS, VAL_SEED0, Evaluator, StepCollector,
+                  entropy_of, episode_outcomes, log_softmax, make_actor, make_critic, make_env, play_episodes,
+                  policy_logits, sleep_gate, start_obs, visited_state_entropy)
+from .objectives import (GROUP_EPS, baseline_advantages, ended_at_terminal, episode_gae,
+                         explained_variance, gae, grpo_loss_grad, outcome_advantages, ppo_loss_grad,
+                         process_advantages, ratio_stats, returns_to_go, step_weights, time_baseline)
 
-ALGOS = ("ppo", "a2c", "grpo", "grpo_process", "grpo_value", "grpo_time")
+ALGOS = ("ppo", "a2c", "grpo", "grpo_process", "grpo_value", "grpo_time", "grpo_value_time", "grpo_gae")
 
 
 def gradient_agreement(grads) -> dict:
@@ -104,7 +105,13 @@ class GRPOConfig:
     beta: float = 0.04           # k3 KL to the reference policy
     ref_every: int = 10          # iterations between reference refreshes
     process: bool = False
-    baseline: str = "group"      # "group": GRPO | "value": a learned V(s) | "time": the group's mean by step
+    # "group": GRPO | "value": a learned V(s) | "time": the group's mean by step | "value_time": a
+    # learned V(s, t) | "gae": GAE(gamma, lam) from a learned V(s), as PPO's credit
+    baseline: str = "group"
+    gamma: float = 0.999         # "gae" only
+    lam: float = 0.98            # "gae" only
+    scale_by_std: bool = True    # outcome GRPO: divide by the group's std (False: Dr. GRPO's R - mean)
+    length_weights: bool = True  # the paper's 1/|o_i| as 1/L per step (False: every step weighs 1)
     measure_gradients: bool = False   # log the first epoch's minibatch-gradient agreement
 
     def __post_init__(self):
@@ -118,9 +125,11 @@ class GRPOConfig:
             checks.number(f"{name}.{field_name}", getattr(self, field_name), minimum=0, low_open=True,
                           rule="> 0")
         checks.number(f"{name}.beta", self.beta, minimum=0, rule=">= 0")
-        checks.boolean(f"{name}.process", self.process)
-        checks.boolean(f"{name}.measure_gradients", self.measure_gradients)
-        checks.choice(f"{name}.baseline", self.baseline, ("group", "value", "time"))
+        checks.number(f"{name}.gamma", self.gamma, minimum=0, maximum=1, low_open=True, rule="in (0, 1]")
+        checks.number(f"{name}.lam", self.lam, minimum=0, maximum=1, rule="in [0, 1]")
+        for field_name in ("process", "scale_by_std", "length_weights", "measure_gradients"):
+            checks.boolean(f"{name}.{field_name}", getattr(self, field_name))
+        checks.choice(f"{name}.baseline", self.baseline, ("group", "value", "time", "value_time", "gae"))
         if self.process and self.baseline != "group":
             raise ValueError(f"{name}: process GRPO sums its own per-step credit; baseline must be 'group', "
                              f"got {self.baseline!r}")
@@ -129,12 +138,16 @@ class GRPOConfig:
     def algo(self) -> str:
         """The label the results carry, read off the config: what actually runs."""
         return "grpo_process" if self.process else {"group": "grpo", "value": "grpo_value",
-                                                     "time": "grpo_time"}[self.baseline]
+                                                     "time": "grpo_time", "value_time": "grpo_value_time",
+                                                     "gae": "grpo_gae"}[self.baseline]
 
 
 DEFAULT_CONFIGS = {"ppo": ActorCriticConfig(), "a2c": A2C_CONFIG, "grpo": GRPOConfig(),
                    "grpo_process": GRPOConfig(process=True), "grpo_value": GRPOConfig(baseline="value"),
-                   "grpo_time": GRPOConfig(baseline="time")}
+                   "grpo_time": GRPOConfig(baseline="time"),
+                   "grpo_value_time": GRPOConfig(baseline="value_time"),
+                   "grpo_gae": GRPOConfig(baseline="gae")}
+LEARNED_BASELINES = ("value", "value_time", "gae")     # the GRPO controls that train a critic
 
 
 @dataclass(frozen=True)
@@ -231,6 +244,7 @@ def train_actor_critic(spec: RunSpec, progress=None) -> dict:
     opt = Adam([pi, vf], lr=cfg.lr, eps=cfg.adam_eps, max_grad_norm=cfg.max_grad_norm)
     collector, track = StepCollector(cfg.n_envs, rng), _Tracker(spec, progress)
     clip_fracs, iterations, agreement = [], 0, {"env_steps": [], "grad_cosine": [], "grad_snr": []}
+    diag = {k: [] for k in PPO_DIAGNOSTICS}    # what SB3 logs, to set beside the study's figures
     while not track.done:
         track.maybe_evaluate(actor)
         # 1. rollout with the current policy (it is pi_old for this update)
@@ -247,17 +261,20 @@ def train_actor_critic(spec: RunSpec, progress=None) -> dict:
         # 2. flatten; log pi_old computed once
         b_obs, b_act = s.obs.reshape(-1, OBS_DIM), s.actions.reshape(-1)
         b_adv, b_ret = adv.reshape(-1), ret.reshape(-1)
-        b_logp_old = log_softmax(pi.forward(b_obs))[np.arange(T * N), b_act]
+        logits_old = pi.forward(b_obs)
+        b_logp_old = log_softmax(logits_old)[np.arange(T * N), b_act]
         # 3. K epochs of minibatch steps on the clipped surrogate + value loss - entropy bonus
-        grads = []
+        grads, ratios = [], []
         for epoch in range(cfg.epochs):
             order = rng.permutation(T * N)
             for mb in np.split(order, range(cfg.minibatch, T * N, cfg.minibatch)):
                 a = b_adv[mb]
                 if cfg.normalize_adv and len(mb) > 1:
                     a = (a - a.mean()) / (a.std(ddof=1) + 1e-8)
-                d_logits, clipped = ppo_loss_grad(pi.forward(b_obs[mb]), b_act[mb], b_logp_old[mb],
-                                                  a, cfg.clip, cfg.ent_coef)
+                logits = pi.forward(b_obs[mb])
+                ratios.append(ratio_stats(logits, b_act[mb], b_logp_old[mb], cfg.clip))
+                d_logits, clipped = ppo_loss_grad(logits, b_act[mb], b_logp_old[mb], a, cfg.clip,
+                                                  cfg.ent_coef)
                 pi.backward(d_logits)
                 v = vf.forward(b_obs[mb])[:, 0]    # + vf_coef * mean((V - target)^2)
                 vf.backward((2 * cfg.vf_coef / len(mb) * (v - b_ret[mb]))[:, None])
@@ -270,46 +287,83 @@ def train_actor_critic(spec: RunSpec, progress=None) -> dict:
             for k, v in (("env_steps", track.steps), ("grad_cosine", agree["cosine"]),
                          ("grad_snr", agree["snr"])):
                 agreement[k].append(v)
+        study_clip, approx_kl = np.mean(ratios, axis=0)
+        for k, v in (("env_steps", track.steps), ("clip_fraction_study", study_clip),
+                     ("approx_kl", approx_kl),
+                     ("explained_variance", explained_variance(values.ravel(), ret.ravel())),
+                     ("entropy", float(entropy_of(logits_old).mean()))):
+            diag[k].append(float(v))
         iterations += 1
     track.maybe_evaluate(actor, force=True)
     return _finish(spec, cfg, actor, track, {
         "clip_fraction_median": float(np.median(clip_fracs)), "iterations": iterations,
-        "adam_steps": len(clip_fracs), "gradient_agreement": agreement})
+        "adam_steps": len(clip_fracs), "gradient_agreement": agreement, "diagnostics": diag,
+        **{f"{k}_median": float(np.nanmedian(diag[k])) for k in PPO_DIAGNOSTICS[1:]}})
+
+
+def critic_inputs(cfg: GRPOConfig, ep) -> np.ndarray:
+    """What a GRPO control's critic sees at every step: the observation, and for V(s, t) the step's
+    time, t / TIME_LIMIT (so the time limit is part of the state and needs no bootstrap)."""
+    obs = np.concatenate(ep.obs)
+    if cfg.baseline != "value_time":
+        return obs
+    t = np.concatenate([np.arange(n) for n in ep.lengths]) / TIME_LIMIT
+    return np.column_stack([obs, t])
 
 
 def episode_advantages(cfg: GRPOConfig, ep, vf=None):
     """Per-step advantages of one batch of groups: outcome GRPO's z-scored return broadcast to every
-    step, process GRPO's summed normalised rewards, or a control's return-to-go minus its baseline
-    (a learned V(s) ``vf``, or the group's mean by step). Also the returns-to-go V(s) fits (or None)."""
+    step (or R - mean without ``scale_by_std``), process GRPO's summed normalised rewards, or a
+    control's: the return-to-go minus a baseline (a learned V(s) or V(s, t) ``vf``, or the group's
+    mean by step), or GAE(gamma, lam) from a learned V(s), scaled by the batch's std. Also the
+    targets the critic fits (or None)."""
     if cfg.process:
         G = cfg.group_size
         return np.concatenate([a for g in range(cfg.prompts)
                                for a in process_advantages(ep.rewards[g * G:(g + 1) * G])]), None
     if cfg.baseline == "group":
-        return np.repeat(outcome_advantages(ep.returns, cfg.group_size), ep.lengths), None
+        if cfg.scale_by_std:
+            adv = outcome_advantages(ep.returns, cfg.group_size)
+        else:
+            groups = ep.returns.reshape(-1, cfg.group_size)
+            adv = (groups - groups.mean(1, keepdims=True)).ravel()
+        return np.repeat(adv, ep.lengths), None
+    if cfg.baseline == "gae":
+        values = vf.forward(critic_inputs(cfg, ep))[:, 0]
+        last_values = vf.forward(np.stack(ep.last_obs))[:, 0]
+        adv, targets = episode_gae(ep.rewards, values, ended_at_terminal(ep), last_values, cfg.gamma,
+                                   cfg.lam)
+        return baseline_advantages(adv, np.zeros_like(adv)), targets
     to_go = np.concatenate(returns_to_go(ep.rewards))
     if vf is not None:
-        return baseline_advantages(to_go, vf.forward(np.concatenate(ep.obs))[:, 0]), to_go
+        return baseline_advantages(to_go, vf.forward(critic_inputs(cfg, ep))[:, 0]), to_go
     return baseline_advantages(to_go, time_baseline(returns_to_go(ep.rewards), cfg.group_size)), None
 
 
 DIAGNOSTICS = ("env_steps", "group_std", "degenerate", "near_degenerate", "kl_median", "kl_max",
-               "clip_fraction", "start_entropy", "grad_cosine", "grad_snr")
+               "clip_fraction", "clip_fraction_study", "approx_kl", "explained_variance",
+               "start_entropy", "grad_cosine", "grad_snr")
+PPO_DIAGNOSTICS = ("env_steps", "clip_fraction_study", "approx_kl", "explained_variance", "entropy")
 
 
-def log_diagnostics(diag: dict, steps: int, cfg: GRPOConfig, ep, clip_fracs, kls, grads, actor) -> None:
-    """One iteration's GRPO diagnostics: group return spread, degenerate groups, the k3 KL and clip
-    fraction of the last epoch, the policy's entropy at the prompts' start states, and (when
-    measured) the first epoch's minibatch-gradient agreement."""
+def log_diagnostics(diag: dict, steps: int, cfg: GRPOConfig, ep, clip_fracs, kls, grads, actor,
+                    ratios=(), value_ev: float = float("nan")) -> None:
+    """One iteration's GRPO diagnostics: group return spread, degenerate groups, the k3 KL of the
+    last epoch, the clip fraction (steps where the clipped branch won) and SB3's (|rho - 1| > clip)
+    and approx-KL to pi_old over every minibatch step (``ratios``: ``ratio_stats`` per step), the
+    V(s) control's explained variance, the policy's entropy at the prompts' start states, and
+    (when measured) the first epoch's minibatch-gradient agreement."""
     stds = ep.returns.reshape(cfg.prompts, cfg.group_size).std(1)
     kl = np.concatenate(kls)
     agree = gradient_agreement(grads) if len(grads) >= 2 else {"cosine": np.nan, "snr": np.nan}
     starts = np.stack([o[0] for o in ep.obs[::cfg.group_size]])
+    study_clip, approx_kl = np.mean(ratios, axis=0) if len(ratios) else (np.nan, np.nan)
     row = {"env_steps": steps, "group_std": float(np.mean(stds)),
            "degenerate": float(np.mean(stds < GROUP_EPS)),
            "near_degenerate": float(np.mean(stds < 1.0)),
            "kl_median": float(np.median(kl)), "kl_max": float(kl.max()),
-           "clip_fraction": float(np.mean(clip_fracs)),
+           "clip_fraction": float(np.mean(clip_fracs)), "clip_fraction_study": float(study_clip),
+           "approx_kl": float(approx_kl), "explained_variance": float(value_ev),
            "start_entropy": float(entropy_of(policy_logits(actor, starts)).mean()),
            "grad_cosine": agree["cosine"], "grad_snr": agree["snr"]}
     for k in DIAGNOSTICS:
@@ -319,15 +373,17 @@ def log_diagnostics(diag: dict, steps: int, cfg: GRPOConfig, ep, clip_fracs, kls
 def train_grpo(spec: RunSpec, progress=None) -> dict:
     """GRPO: B prompts x G episodes, group-relative advantage, clipped update + beta*k3, no critic.
     The controls keep the same batches and update and change only the baseline: ``"value"`` a
-    learned V(s), advantage G_t - V(s_t) (lambda = 1, no GAE); ``"time"`` the group's mean G_t at
-    the same step index."""
+    learned V(s), advantage G_t - V(s_t) (lambda = 1, no GAE); ``"value_time"`` the same with
+    V(s, t); ``"time"`` the group's mean G_t at the same step index; ``"gae"`` PPO's credit,
+    GAE(gamma, lam) from a learned V(s)."""
     cfg = spec.resolved_config()
     _check_spec(spec)
     rng = np.random.default_rng(spec.seed)
     actor = make_actor(spec.seed)
     pi = FlatMLP(actor)                        # NumPy forward/backward on the module's own weights
     opt = Adam([pi], lr=cfg.lr, eps=cfg.adam_eps, max_grad_norm=cfg.max_grad_norm)
-    vf = FlatMLP(make_critic(spec.seed)) if cfg.baseline == "value" else None
+    vf = (FlatMLP(make_critic(spec.seed, OBS_DIM + (cfg.baseline == "value_time")))
+          if cfg.baseline in LEARNED_BASELINES else None)
     critic_opt = None if vf is None else Adam([vf], lr=cfg.lr, eps=cfg.adam_eps,
                                               max_grad_norm=cfg.max_grad_norm)
     envs = [make_env() for _ in range(cfg.group_size * cfg.prompts)]
@@ -344,17 +400,20 @@ def train_grpo(spec: RunSpec, progress=None) -> dict:
         track.add(int(ep.lengths.sum()), ep.returns)
         # 2. advantages (no critic) and the paper's 1/L weights; log pi_old and log pi_ref once
         b_adv, b_to_go = episode_advantages(cfg, ep, vf)
-        b_w = step_weights(ep.lengths)
+        b_w = step_weights(ep.lengths) if cfg.length_weights else np.ones(int(ep.lengths.sum()))
         b_obs, b_act = np.concatenate(ep.obs), np.concatenate(ep.actions)
+        b_critic_in = None if vf is None else critic_inputs(cfg, ep)
         rows = np.arange(len(b_act))
         b_logp_old = log_softmax(pi.forward(b_obs))[rows, b_act]
         b_logp_ref = log_softmax(ref.forward(b_obs))[rows, b_act]
+        value_ev = np.nan if vf is None else explained_variance(vf.forward(b_critic_in)[:, 0], b_to_go)
         # 3. K epochs of minibatch steps on the same clipped surrogate, minus beta * k3, no critic
-        clip_fracs, kls, grads = [], [], []
+        clip_fracs, kls, grads, ratios = [], [], [], []
         for epoch in range(cfg.epochs):
             order = rng.permutation(len(b_act))
             for mb in np.split(order, range(cfg.minibatch, len(b_act), cfg.minibatch)):
                 logits = pi.forward(b_obs[mb])
+                ratios.append(ratio_stats(logits, b_act[mb], b_logp_old[mb], cfg.clip))
                 d_logits, clipped, k3 = grpo_loss_grad(logits, b_act[mb], b_logp_old[mb],
                                                        b_logp_ref[mb], b_adv[mb], b_w[mb], cfg.clip,
                                                        cfg.beta)
@@ -362,21 +421,25 @@ def train_grpo(spec: RunSpec, progress=None) -> dict:
                 if cfg.measure_gradients and epoch == 0:
                     grads.append(pi.grad.copy())
                 opt.step()                     # gradient-norm clip, then Adam
-                if vf is not None:             # the control's V(s), fitted to G_t on this minibatch
-                    v = vf.forward(b_obs[mb])[:, 0]
+                if vf is not None:             # the control's critic, fitted to its targets on this minibatch
+                    v = vf.forward(b_critic_in[mb])[:, 0]
                     vf.backward((2 / len(mb) * (v - b_to_go[mb]))[:, None])
                     critic_opt.step()
                 clip_fracs.append(float(clipped.mean()))
                 if epoch == cfg.epochs - 1:
                     kls.append(k3)
         adam_steps += len(clip_fracs)
-        log_diagnostics(diag, track.steps, cfg, ep, clip_fracs, kls, grads, actor)
+        log_diagnostics(diag, track.steps, cfg, ep, clip_fracs, kls, grads, actor, ratios, value_ev)
         it += 1
     track.maybe_evaluate(actor, force=True)
     summary = {"degenerate_fraction": float(np.mean(diag["degenerate"])),
                "near_degenerate_fraction": float(np.mean(diag["near_degenerate"])),
                "kl_median": float(np.median(diag["kl_median"])),
                "clip_fraction_median": float(np.median(diag["clip_fraction"])),
+               "clip_fraction_study_median": float(np.median(diag["clip_fraction_study"])),
+               "approx_kl_median": float(np.median(diag["approx_kl"])),
+               "explained_variance_median": float(np.nanmedian(diag["explained_variance"]))
+               if vf is not None else float("nan"),
                "group_return_std_median": float(np.median(diag["group_std"])),
                "iterations": it, "adam_steps": adam_steps, "diagnostics": diag}
     return _finish(spec, cfg, actor, track, summary)
@@ -398,6 +461,7 @@ def _finish(spec, cfg, actor, track, extra) -> dict:
            "outcomes": {k: episode_outcomes(ep) for k, ep in flights.items()},
            "start_entropy": float(entropy_of(policy_logits(actor, start_obs(test.seeds))).mean()),
            "visited_state_entropy": visited_state_entropy(actor, flights["final_sampled"]),
+           "sleep_gate": sleep_gate(actor, flights["final_sampled"]),
            "det_state": chosen["det"].state_dict(), "sampled_state": chosen["sampled"].state_dict(),
            "final_state": copy.deepcopy(actor.state_dict()), "snapshots": track.snapshots}
     out.update(extra)

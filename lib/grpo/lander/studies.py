@@ -1,0 +1,137 @@
+"""Chapter 6's stored study: what outcome GRPO's failure on LunarLander is made of.
+
+Every arm trains on GRPO's own batches (B prompts x G episodes, the clip, k3 and Adam of
+``train_grpo``) and changes one thing:
+
+    the credit-assignment ladder (only the advantage changes)
+        outcome      the group's z-scored return on every step (the chapter's GRPO)
+        value_time   the return-to-go minus a learned V(s, t): the critic sees the time, so the
+                     1000-step limit is part of its state
+        gae          PPO's credit: GAE(0.999, 0.98) from a learned V(s), the time limit
+                     bootstrapped
+    one-flag ablations of outcome GRPO
+        w1           every step weighs 1 instead of 1/L
+        beta0        no k3 term
+        no_std       R - mean, not divided by the group's std (Dr. GRPO)
+        G4xB16       groups of 4 from 16 prompts: the same 64 episodes, four times the starts
+
+3 seeds x 500,000 env steps per arm (the controls' budget in the chapter), about 40 CPU-minutes in
+all, which the chapter's test budget cannot hold, so the runs are stored:
+``python -m grpo.lander.studies`` (or ``make full``) writes ``data/runs/06_credit.json``, the
+chapter reads it, and ``tests/test_stored_lander.py`` re-trains each arm's first iteration and
+checks it against the stored one.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+import numpy as np
+
+from ..pool import parallel_map
+from ..results import results_dir
+from .trainers import DIAGNOSTICS, GRPOConfig, RunSpec, train
+
+ARMS = {
+    "outcome": GRPOConfig(),
+    "value_time": GRPOConfig(baseline="value_time"),
+    "gae": GRPOConfig(baseline="gae"),
+    "w1": GRPOConfig(length_weights=False),
+    "beta0": GRPOConfig(beta=0.0),
+    "no_std": GRPOConfig(scale_by_std=False),
+    "G4xB16": GRPOConfig(group_size=4, prompts=16),
+}
+LADDER = ("outcome", "value_time", "gae")
+ABLATIONS = ("w1", "beta0", "no_std", "G4xB16")
+SEEDS = (0, 1, 2)
+SCALE = {"total_steps": 500_000, "eval_every": 100_000, "val_episodes": 16, "test_episodes": 50}
+FIRST_ITERATIONS = 2          # diagnostics rows kept for the replay test
+
+
+def stored_path() -> Path:
+    return results_dir().parent / "runs" / "06_credit.json"
+
+
+def spec(arm: str, seed: int, **scale) -> RunSpec:
+    """The RunSpec of one arm and seed (``scale`` overrides SCALE, e.g. for a short replay)."""
+    if arm not in ARMS:
+        raise ValueError(f"arm must be one of {sorted(ARMS)}, got {arm!r}")
+    cfg = ARMS[arm]
+    return RunSpec(cfg.algo, seed, config=cfg, **{**SCALE, **scale})
+
+
+def _plain(x):
+    """JSON-ready: NumPy scalars as Python numbers, NaN as None."""
+    if isinstance(x, dict):
+        return {k: _plain(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_plain(v) for v in x]
+    if isinstance(x, (float, np.floating)):
+        return float(x) if np.isfinite(x) else None
+    return x.item() if isinstance(x, np.generic) else x
+
+
+def first_rows(diagnostics: dict, n: int = FIRST_ITERATIONS) -> list[dict]:
+    """The first ``n`` iterations' diagnostics rows."""
+    return [{k: diagnostics[k][i] for k in DIAGNOSTICS}
+            for i in range(min(n, len(diagnostics["env_steps"])))]
+
+
+def compact(run: dict, cpu_s: float) -> dict:
+    """What the chapter reads from one run: no weights, no curves beyond the validation one."""
+    keep = ("env_steps", "iterations", "start_entropy", "visited_state_entropy", "sleep_gate",
+            "outcomes", "kl_median", "clip_fraction_median", "clip_fraction_study_median",
+            "approx_kl_median", "explained_variance_median", "group_return_std_median")
+    out = {k: run[k] for k in keep}
+    out.update({k: float(np.mean(run[key])) for k, key in (("det", "test_det"), ("sampled", "test_sampled"),
+                ("final_det", "final_det"), ("final_sampled", "final_sampled"))})
+    out.update({"curve": {k: run["curve"][k] for k in ("env_steps", "det", "sampled")},
+                "first_iterations": first_rows(run["diagnostics"]), "cpu_s": round(cpu_s, 1)})
+    return _plain(out)
+
+
+def _timed(s: RunSpec) -> tuple:
+    cpu0 = time.process_time()
+    run = train(s)
+    return run, time.process_time() - cpu0
+
+
+def run_study(arms=tuple(ARMS), seeds=SEEDS, workers: int = 2, path: Path | None = None,
+              **scale) -> Path:
+    """Train every arm x seed in ``workers`` processes and write the stored file (``scale``
+    overrides SCALE: the tests write a tiny study)."""
+    specs = [(arm, seed) for arm in arms for seed in seeds]
+    done = parallel_map(_timed, [spec(arm, seed, **scale) for arm, seed in specs], workers,
+                        desc="06 study")
+    arms_out: dict = {}
+    for (arm, seed), (run, cpu_s) in zip(specs, done):
+        arms_out.setdefault(arm, {"config": asdict(ARMS[arm]), "runs": {}})["runs"][str(seed)] = \
+            compact(run, cpu_s)
+    path = Path(path or stored_path())
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"scale": {**SCALE, **scale, "seeds": list(seeds)}, "ladder": list(LADDER),
+                                "ablations": list(ABLATIONS), "arms": arms_out}, indent=1) + "\n")
+    return path
+
+
+def load_study(path: Path | None = None) -> dict:
+    """The stored study, as ``run_study`` wrote it."""
+    path = Path(path or stored_path())
+    if not path.exists():
+        raise FileNotFoundError(f"{path} is missing: run `python -m grpo.lander.studies`")
+    return json.loads(path.read_text())
+
+
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--arms", nargs="+", default=list(ARMS), choices=list(ARMS))
+    p.add_argument("--workers", type=int, default=2)
+    args = p.parse_args(argv)
+    print(f"wrote {run_study(tuple(args.arms), workers=args.workers)}")
+
+
+if __name__ == "__main__":
+    main()

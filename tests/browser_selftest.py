@@ -49,6 +49,8 @@ BROKEN = HEAD + (
     '<figcaption><span class="caption-number">Fig. 28 </span>a figure</figcaption></figure>'
     '<div class="cell_output"><pre style="width: 200px; overflow-x: auto">' + "x" * 300 + '</pre></div>'
     '<table class="table"><tr><td style="white-space: nowrap">' + "wide " * 400 + '</td></tr></table>'
+    '<mjx-container display="true" style="display: block; width: 100px; overflow-x: auto">'
+    '<span style="display: inline-block; width: 500px">E = mc^2</span></mjx-container>'
 ) + TAIL
 
 
@@ -78,7 +80,9 @@ def test_a_broken_site_fails_and_a_clean_one_passes(tmp_path):
                   "figure text 1.2 px (< 9) at 390 px: a wide figure",
                   "wider than its box at 1280 px: pre", "table cut without a cue at 1280 px: wide",
                   "table cut without a cue at 390 px: wide",
-                  "figure numbers are not per page: ['Fig. 28']"):
+                  "figure numbers are not per page: ['Fig. 28']",
+                  "equation wider than its box at 1280 px: mjx-container",
+                  "equation wider than its box at 390 px: mjx-container"):
         assert fault in out, f"not reported: {fault}\n{out}"
     shots = sorted(p.name for p in (tmp_path / "shots").glob("*.png"))
     assert shots == ["book__broken-desktop.png", "book__broken-phone.png",

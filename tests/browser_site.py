@@ -17,8 +17,9 @@ For each page it checks that
     download button links the page's source (.ipynb or .md);
   * at 390 px the page has no horizontal overflow (wide equations, tables and code scroll inside
     their own box);
-  * at 1280 px no code or output block and no display equation is wider than its box (printed
-    lines wrap, and code lines are kept within 100 characters);
+  * at 1280 px no code or output block is wider than its box (printed lines wrap, and code lines
+    are kept within 100 characters), and at both widths no display equation is (long ones are
+    broken over lines with aligned or gathered);
   * at both widths, the smallest text of every figure is >= 9 px as shown: the book draws figures
     at grpo.plots.DPI with no text below grpo.plots.MIN_FONT_PT (tests/test_plots.py checks the
     sources), so the smallest text is MIN_FONT_PT * DPI / 72 px times the shown / drawn width;
@@ -241,13 +242,14 @@ WIDTH_JS = r"""() => {
                         scrolls: ['auto', 'scroll'].includes(b.overflowX),
                         cue: (b.backgroundImage || '').includes('gradient')
                              || (b.maskImage || b.webkitMaskImage || '').includes('gradient')}; });
-  const wide = [...art.querySelectorAll('pre, mjx-container[display="true"]')]
+  const over = sel => [...art.querySelectorAll(sel)]
     .filter(e => visible(e) && e.scrollWidth > e.clientWidth + 1)
     .map(e => e.tagName.toLowerCase() + ' ' + (e.scrollWidth - e.clientWidth) + ' px over: '
               + e.textContent.trim().split('\n')[0].slice(0, 50));
+  const wide = over('pre'), wideMath = over('mjx-container[display="true"]');
   const captions = [...art.querySelectorAll('figcaption .caption-number, .caption .caption-number')]
     .map(e => e.textContent.trim());
-  return {figures, tables, wide, captions};
+  return {figures, tables, wide, wideMath, captions};
 }"""
 
 
@@ -269,6 +271,7 @@ def width_failures(rel: str, width: str, found: dict) -> list[str]:
     for t in found["tables"]:
         if t["wider"] and not (t["scrolls"] and t["cue"]):
             out.append(f"table cut without a cue at {WIDTHS[width][0]} px: {t['head']}")
+    out += [f"equation wider than its box at {WIDTHS[width][0]} px: {w}" for w in found["wideMath"]]
     if width == "desktop":
         out += [f"wider than its box at {WIDTHS[width][0]} px: {w}" for w in found["wide"]]
         if not figure_numbers_ok(rel, found["captions"]):

@@ -1,4 +1,4 @@
-"""Chapter 6's stored study (data/runs/06_credit.json, written by `python -m grpo.lander.studies`):
+"""Chapter 6's stored study (data/runs/06_lander/credit.json, written by `python -m grpo.lander.studies`):
 each arm's first iteration, re-trained here, is the stored one, and the stored file is the study
 the code defines (arms, configs, scale, seeds)."""
 from dataclasses import asdict

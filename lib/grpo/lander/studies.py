@@ -17,7 +17,7 @@ Every arm trains on GRPO's own batches (B prompts x G episodes, the clip, k3 and
 
 3 seeds x 500,000 env steps per arm (the controls' budget in the chapter), about 40 CPU-minutes in
 all, which the chapter's test budget cannot hold, so the runs are stored:
-``python -m grpo.lander.studies`` (or ``make full``) writes ``data/runs/06_credit.json``, the
+``python -m grpo.lander.studies`` (or ``make full``) writes ``data/runs/06_lander/credit.json``, the
 chapter reads it, and ``tests/test_stored_lander.py`` re-trains each arm's first iteration and
 checks it against the stored one.
 """
@@ -52,7 +52,7 @@ FIRST_ITERATIONS = 2          # diagnostics rows kept for the replay test
 
 
 def stored_path() -> Path:
-    return results_dir().parent / "runs" / "06_credit.json"
+    return results_dir().parent / "runs" / "06_lander" / "credit.json"
 
 
 def spec(arm: str, seed: int, **scale) -> RunSpec:

@@ -49,8 +49,9 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff check --line-length 100 chapters book
 
+# --dist loadgroup: a module's expensive shared fixture (marked xdist_group) is built on one worker.
 unit: $(STAMP)
-	$(BIN)/python -m pytest tests -q -n 2
+	$(BIN)/python -m pytest tests -q -n 2 --dist loadgroup --durations=12
 
 # Two notebooks at a time (the pins keep each kernel on one core), each whole on one worker, the
 # longest first so that the two workers finish together. A chapter that rewrites a file another
@@ -61,7 +62,8 @@ NBVAL_ORDER := $(filter $(NOTEBOOKS),$(LONGEST)) $(filter-out $(LONGEST),$(NOTEB
 nbval: $(STAMP)
 	@test -n "$(NOTEBOOKS)" || { echo "no chapters/NN_*.ipynb found: nothing for nbval to test"; exit 1; }
 	$(BIN)/python -m pytest -q -p no:cacheprovider -n 2 --dist loadfile --no-loadscope-reorder \
-	  --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg $(NBVAL_ORDER)
+	  --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg --durations=12 \
+	  $(NBVAL_ORDER)
 
 # --all: Sphinx builds incrementally and does not repeat an unchanged page's warnings.
 book-strict: $(STAMP)

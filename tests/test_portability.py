@@ -24,6 +24,10 @@ import pytest
 
 from grpo.results import mismatches
 
+# The tests that read the probes run on one pytest-xdist worker (make unit: --dist loadgroup), so
+# the module-scoped probes (three subprocess runs) are computed once, not once per worker.
+PROBES = pytest.mark.xdist_group("portability_probes")
+
 ROOT = Path(__file__).resolve().parents[1]
 PROBE = ROOT / "tests" / "portability_probe.py"
 CHAPTER = ROOT / "chapters" / "04_grpo.ipynb"          # a short chapter: GRPO traced to the decimal
@@ -73,12 +77,14 @@ def probes(tmp_path_factory):
         return dict(zip(names, pool.map(lambda n: _probe(n, tmp), names)))
 
 
+@PROBES
 @pytest.mark.parametrize("pins", list(PIN_SETS))
 def test_the_results_do_not_depend_on_the_kernel_paths(probes, pins):
     found = mismatches(probes["book"]["results"], probes[pins]["results"])
     assert not found, f"under the {pins} pins: " + "; ".join(found[:10])
 
 
+@PROBES
 def test_the_pin_sets_really_change_the_kernels(probes):
     """The perturbations took effect: torch's capability and OpenBLAS's core differ from the book's."""
     book, generic = probes["book"]["machine"], probes["generic"]["machine"]
@@ -96,6 +102,7 @@ def test_a_short_chapter_re_executes_unchanged_under_other_kernel_paths(pins):
     assert run.returncode == 0, f"{CHAPTER.name} under the {pins} pins:\n{run.stdout[-3000:]}"
 
 
+@PROBES
 def test_the_comparison_catches_a_code_change(probes):
     """A PPO learning rate one part in a million higher is another result, not CPU noise."""
     sys.path.insert(0, str(PROBE.parent))

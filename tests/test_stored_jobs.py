@@ -14,6 +14,7 @@ from grpo.lm.train import SFTConfig
 from grpo.results import mismatches
 
 STORED = sorted(S.RUNS_DIR.glob("*.json"))
+ENDPOINTS = sorted(S.ENDPOINTS_DIR.glob("*.json"))
 
 
 # ----------------------------------------------------------------------------- storage
@@ -78,8 +79,9 @@ def test_bad_input_is_a_clear_error(tmp_path, tiny, name, jobs, match):
 # ----------------------------------------------------------------------------- the stored files
 
 
-def test_chapter_9_stores_its_three_grids():
-    assert [p.stem for p in STORED] == ["ablations", "replication", "start_map"]
+def test_chapter_9_stores_its_four_grids_and_its_annealed_lengths():
+    assert [p.stem for p in STORED] == ["ablations", "replication", "start_map", "starts_2x2"]
+    assert [p.stem for p in ENDPOINTS] == ["annealed_lengths"]
 
 
 @pytest.mark.parametrize("path", STORED, ids=[p.stem for p in STORED])
@@ -99,7 +101,7 @@ def _replayed_jobs():
     for path in STORED:
         stored = json.loads(path.read_text())
         jobs = [S.job_from_spec(s) for s in stored["specs"]]
-        first = min(j.start for j in jobs)
+        first = min(j.start for j in jobs if isinstance(j.start, int))      # a step of train_sft's run
         for kind in (RunConfig, SFTConfig):
             i = next((i for i, j in enumerate(jobs) if j.start == first and isinstance(j.cfg, kind)), None)
             if i is not None:
@@ -122,3 +124,37 @@ def test_one_job_of_each_stored_file_reproduces(replays):
     assert {label.split("[")[0] for label, _, _ in replays} == {p.stem for p in STORED}
     for label, stored, now in replays:
         assert not mismatches(stored, now), f"{label}: " + "; ".join(mismatches(stored, now))
+
+
+# ----------------------------------------------------------------------------- SFT endpoints
+
+
+def test_endpoints_are_stored_then_read_and_a_changed_config_runs(tmp_path, tiny, monkeypatch):
+    tok, _, _ = tiny
+    cfgs = [replace(A.SFT_RECIPE, steps=n, eval_every=n, eval_problems=8) for n in (2, 3)]
+    first = S.stored_endpoints("lengths", cfgs, tok, workers=1, folder=tmp_path)
+    assert [e["steps"] for e in first] == [2, 3] and all(0 <= e["val_greedy"] <= 1 for e in first)
+
+    def no_runs(*args, **kwargs):
+        raise AssertionError("ran the SFT runs instead of reading them")
+
+    monkeypatch.setattr(S, "sft_endpoints", no_runs)
+    assert S.stored_endpoints("lengths", cfgs, tok, workers=1, folder=tmp_path) == first
+    with pytest.raises(AssertionError, match="ran the SFT"):
+        S.stored_endpoints("lengths", cfgs[:1], tok, workers=1, folder=tmp_path)
+    with pytest.raises(ValueError, match="SFTConfig"):
+        S.stored_endpoints("lengths", [], tok, folder=tmp_path)
+    with pytest.raises(ValueError, match="SFTConfig"):
+        S.config_from_spec(S.job_spec(A.Job(0, A.GRPO_RECIPE))["cfg"])
+
+
+@pytest.mark.parametrize("path", ENDPOINTS, ids=[p.stem for p in ENDPOINTS])
+def test_the_shortest_stored_sft_length_reproduces(path):
+    """The shortest length of each endpoints file, trained again now, ends at its stored accuracy
+    (chapter 9 itself re-trains the length it picks)."""
+    stored = json.loads(path.read_text())
+    shortest = min(range(len(stored["endpoints"])), key=lambda i: stored["endpoints"][i]["steps"])
+    cfg = S.config_from_spec(stored["specs"][shortest])
+    assert repr(cfg) == stored["keys"]["configs"][shortest]
+    (now,) = A.sft_endpoints([cfg], A.addition_tokenizer(), seed=stored["keys"]["seed"], workers=1)
+    assert now["val_greedy"] == stored["endpoints"][shortest]["val_greedy"]

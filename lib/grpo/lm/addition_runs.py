@@ -1,13 +1,16 @@
 """Chapter 9's grids of jobs, stored: ``stored_jobs(name, jobs, starts, tok)`` is ``run_jobs`` whose
-outcomes are kept in ``data/runs/09_addition/<name>.json``.
+outcomes are kept in ``data/runs/09_addition/<name>.json``, and ``stored_endpoints(name, configs,
+tok)`` is ``sft_endpoints`` without the weights (each SFT run's length and last validation greedy),
+kept in ``data/runs/09_addition/endpoints/<name>.json``.
 
-The ablation grid, its replication on fresh seeds and the map of start points are some 200 short
-runs, most of chapter 9's CPU. The first execution runs them and writes the file; later ones read
-it back, as long as it holds exactly these jobs (each job's ``repr``: its start, config, seed and
-sample counts). A changed job runs again and rewrites the file, so the file follows the chapter's
-code as a registry does. The outcomes round-trip exactly (0/1 arrays as packed bits, floats as
-JSON's shortest repr), so a chapter prints the same from the file as from the runs.
-``tests/test_stored_jobs.py`` re-runs one job of each file and compares (``replay``).
+The ablation grid, its replication on fresh seeds, the map of start points, the 2 x 2 of starts and
+updates and the annealed SFT lengths are some 250 short runs, most of chapter 9's CPU. The first
+execution runs them and writes the file; later ones read it back, as long as it holds exactly these
+jobs (each job's ``repr``: its start, config, seed and sample counts). A changed job runs again and
+rewrites the file, so the file follows the chapter's code as a registry does. The outcomes
+round-trip exactly (0/1 arrays as packed bits, floats as JSON's shortest repr), so a chapter prints
+the same from the file as from the runs. ``tests/test_stored_jobs.py`` re-runs one job of each file
+and one SFT length of each endpoints file, and compares.
 
 Wall-clock timings are not stored: they are not results, and they would make every re-run a diff.
 """
@@ -21,12 +24,13 @@ import numpy as np
 
 from grpo.files import write_text_atomically
 
-from .addition import Job, run_jobs
+from .addition import Job, run_jobs, sft_endpoints
 from .rl import RunConfig
 from .tokenizer import Tokenizer
 from .train import SFTConfig
 
 RUNS_DIR = Path(__file__).resolve().parents[3] / "data" / "runs" / "09_addition"
+ENDPOINTS_DIR = RUNS_DIR / "endpoints"
 TIMINGS = ("sample_s", "ref_s", "update_s")          # per-iteration seconds in a GRPO log
 
 
@@ -99,4 +103,38 @@ def stored_jobs(name: str, jobs, starts: dict, tok: Tokenizer, workers: int = 2,
     return [from_json(to_json(o)) for o in outs]        # what a later read returns, exactly
 
 
-__all__ = ["stored_jobs", "to_json", "from_json", "job_spec", "job_from_spec", "RUNS_DIR"]
+def stored_endpoints(name: str, configs, tok: Tokenizer, seed: int = 0, workers: int = 2,
+                     folder=None) -> list[dict]:
+    """``sft_endpoints(configs, tok, seed, workers)`` without the weights: per config, ``steps`` and
+    ``val_greedy`` (its last validation greedy accuracy), read from ``<folder>/<name>.json`` when
+    that holds these configs and seed, else run and written there (``folder``: ``ENDPOINTS_DIR``).
+    A chapter that needs one endpoint's weights trains that config again (``sft_endpoints``)."""
+    if not isinstance(name, str) or not name.replace("_", "").isalnum():
+        raise ValueError(f"name must be letters, digits and '_', got {name!r}")
+    configs = list(configs)
+    if not configs or not all(isinstance(c, SFTConfig) for c in configs):
+        raise ValueError("configs must be a non-empty list of SFTConfig")
+    path = Path(folder or ENDPOINTS_DIR) / f"{name}.json"
+    keys = {"configs": [repr(c) for c in configs], "seed": seed}
+    if path.is_file():
+        stored = json.loads(path.read_text())
+        if stored["keys"] == keys:
+            return stored["endpoints"]
+    ends = [{"steps": e["steps"], "val_greedy": e["val_greedy"]}
+            for e in sft_endpoints(configs, tok, seed, workers)]
+    specs = [job_spec(Job(0, c))["cfg"] for c in configs]     # config_from_spec rebuilds each config
+    text = json.dumps({"keys": keys, "specs": specs, "endpoints": ends}, indent=0, sort_keys=True)
+    write_text_atomically(path, text + "\n")
+    return json.loads(json.dumps(ends))
+
+
+def config_from_spec(spec: dict) -> SFTConfig:
+    """An endpoints file's config back from its spec (``job_spec``'s ``cfg``)."""
+    cfg = job_from_spec({"start": 0, "cfg": spec, "samples": 1, "many_samples": 0}).cfg
+    if not isinstance(cfg, SFTConfig):
+        raise ValueError(f"spec must describe an SFTConfig, got type {spec.get('type')!r}")
+    return cfg
+
+
+__all__ = ["stored_jobs", "stored_endpoints", "config_from_spec", "to_json", "from_json", "job_spec",
+           "job_from_spec", "RUNS_DIR", "ENDPOINTS_DIR"]

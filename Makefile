@@ -88,11 +88,12 @@ bench: $(STAMP)
 	@for f in bench/*.py; do echo "== $$f"; $(BIN)/python $$f; done
 
 # Chapters 6, 8, 10 and 11's runs too long for nbval, stored in data/runs/ (tests/test_stored_runs.py,
-# tests/test_pretrained_runs.py and tests/test_stored_lander.py replay them).
+# tests/test_pretrained_runs.py, tests/test_stored_lander.py and tests/test_lander_noise.py replay them).
 full: $(STAMP)
 	$(BIN)/python -m grpo.lm.runs --all --workers 2
 	$(BIN)/python -m grpo.lm.pretrained --all --workers 2
 	$(BIN)/python -m grpo.lander.studies --workers 2
+	$(BIN)/python -m grpo.lander.noise --workers 2
 
 clean:
 	rm -rf _build

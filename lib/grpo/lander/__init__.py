@@ -12,6 +12,9 @@ Modules (everything is re-exported here, so ``from grpo import lander; lander.tr
                 closed-form gradients ``grpo_loss_grad`` / ``ppo_loss_grad``
     trainers    the configs, ``RunSpec``, ``train_actor_critic``, ``train_grpo``, ``train``, ``run_all``
     report      ``summarize``: one algorithm's per-seed runs as a registry entry
+    studies     the stored credit-assignment ladder and ablations (``python -m grpo.lander.studies``)
+    noise       the stored gradient-noise study: K independent batches at frozen checkpoints
+                (``python -m grpo.lander.noise``)
     __main__    ``python -m grpo.lander --help``: the full published scale with a progress bar
 """
 # ruff: noqa: F401  (re-exported: chapter 6, the tests and the benches use ``lander.<name>``)
@@ -27,7 +30,7 @@ from .objectives import (GROUP_EPS, baseline_advantages, ended_at_terminal, epis
 from .report import summarize
 from .trainers import (A2C_CONFIG, ALGOS, DEFAULT_CONFIGS, DIAGNOSTICS, ActorCriticConfig, GRPOConfig,
                        LEARNED_BASELINES, PPO_DIAGNOSTICS, RunSpec, _check_spec, _Tracker, critic_inputs,
-                       episode_advantages, gradient_agreement, log_diagnostics, run_all, train,
+                       episode_advantages, gae_targets, gradient_agreement, log_diagnostics, run_all, train,
                        train_actor_critic, train_grpo)
 
 __all__ = [name for name in dir() if not name.startswith("__")

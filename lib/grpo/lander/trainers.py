@@ -200,6 +200,7 @@ class _Tracker:
                       "train_cpu_s": []}   # CPU-s of training so far, evaluations left out (benches only)
         self.cpu0, self.eval_cpu = time.process_time(), 0.0
         self.snapshots = []                # (env steps, actor weights) at every evaluation
+        self.critic_snapshots = []         # (env steps, the critic's flat weights), where there is one
         self.train_returns = {"env_steps": [], "return": []}
 
     def add(self, n_steps: int, episode_returns) -> None:
@@ -210,7 +211,7 @@ class _Tracker:
         if self.progress is not None:
             self.progress.update(n_steps)
 
-    def maybe_evaluate(self, actor, force: bool = False) -> None:
+    def maybe_evaluate(self, actor, critic=None, force: bool = False) -> None:
         if self.steps < self.next_eval and not force:
             return
         self.next_eval = self.steps + self.spec.eval_every
@@ -222,6 +223,8 @@ class _Tracker:
         self.curve["det"].append(det)
         self.curve["sampled"].append(samp)
         self.snapshots.append((self.steps, copy.deepcopy(actor.state_dict())))
+        if critic is not None:                                  # a FlatMLP: its weights are one array
+            self.critic_snapshots.append((self.steps, critic.flat.copy()))
         for mode, score in (("det", det), ("sampled", samp)):   # each mode picks its own checkpoint
             if score > self.best[mode]:
                 self.best[mode], self.best_state[mode] = score, copy.deepcopy(actor.state_dict())
@@ -246,18 +249,12 @@ def train_actor_critic(spec: RunSpec, progress=None) -> dict:
     clip_fracs, iterations, agreement = [], 0, {"env_steps": [], "grad_cosine": [], "grad_snr": []}
     diag = {k: [] for k in PPO_DIAGNOSTICS}    # what SB3 logs, to set beside the study's figures
     while not track.done:
-        track.maybe_evaluate(actor)
-        # 1. rollout with the current policy (it is pi_old for this update)
+        track.maybe_evaluate(actor, vf)
+        # 1. rollout with the current policy (it is pi_old for this update), and GAE from the critic
         s = collector.collect(actor, cfg.n_steps)
         track.add(s.rewards.size, s.episode_returns)
         T, N = s.actions.shape
-        values = vf.forward(s.obs.reshape(-1, OBS_DIM))[:, 0].reshape(T, N)
-        last_v = vf.forward(s.next_obs)[:, 0]
-        if s.truncated:                # a time limit is not a terminal state: bootstrap V(last obs)
-            final_v = vf.forward(np.stack([o for _, _, o in s.truncated]))[:, 0]
-            for (t, i, _), v in zip(s.truncated, final_v):
-                s.rewards[t, i] += cfg.gamma * v
-        adv, ret = gae(s.rewards, values, s.dones, last_v, cfg.gamma, cfg.lam)
+        values, adv, ret = gae_targets(s, vf, cfg.gamma, cfg.lam)
         # 2. flatten; log pi_old computed once
         b_obs, b_act = s.obs.reshape(-1, OBS_DIM), s.actions.reshape(-1)
         b_adv, b_ret = adv.reshape(-1), ret.reshape(-1)
@@ -294,11 +291,26 @@ def train_actor_critic(spec: RunSpec, progress=None) -> dict:
                      ("entropy", float(entropy_of(logits_old).mean()))):
             diag[k].append(float(v))
         iterations += 1
-    track.maybe_evaluate(actor, force=True)
+    track.maybe_evaluate(actor, vf, force=True)
     return _finish(spec, cfg, actor, track, {
         "clip_fraction_median": float(np.median(clip_fracs)), "iterations": iterations,
         "adam_steps": len(clip_fracs), "gradient_agreement": agreement, "diagnostics": diag,
         **{f"{k}_median": float(np.nanmedian(diag[k])) for k in PPO_DIAGNOSTICS[1:]}})
+
+
+def gae_targets(s, vf, gamma: float, lam: float):
+    """PPO's credit for one rollout ``s`` (``StepCollector.collect``): the critic ``vf``'s V(s_t),
+    the GAE(gamma, lam) advantages and the critic's targets, each (T, N). A time limit is not a
+    terminal state, so a truncated episode's last reward gains gamma * V(its last obs), in place."""
+    T, N = s.actions.shape
+    values = vf.forward(s.obs.reshape(-1, OBS_DIM))[:, 0].reshape(T, N)
+    last_v = vf.forward(s.next_obs)[:, 0]
+    if s.truncated:
+        final_v = vf.forward(np.stack([o for _, _, o in s.truncated]))[:, 0]
+        for (t, i, _), v in zip(s.truncated, final_v):
+            s.rewards[t, i] += gamma * v
+    adv, ret = gae(s.rewards, values, s.dones, last_v, gamma, lam)
+    return values, adv, ret
 
 
 def critic_inputs(cfg: GRPOConfig, ep) -> np.ndarray:
@@ -391,7 +403,7 @@ def train_grpo(spec: RunSpec, progress=None) -> dict:
     diag = {k: [] for k in DIAGNOSTICS}
     it = adam_steps = 0
     while not track.done:
-        track.maybe_evaluate(actor)
+        track.maybe_evaluate(actor, vf)
         if it % cfg.ref_every == 0:            # iterative GRPO: the reference follows the actor
             ref = FlatMLP(copy.deepcopy(actor))
         # 1. B prompts (reset seeds), each flown G times with actions sampled from pi_old
@@ -431,7 +443,7 @@ def train_grpo(spec: RunSpec, progress=None) -> dict:
         adam_steps += len(clip_fracs)
         log_diagnostics(diag, track.steps, cfg, ep, clip_fracs, kls, grads, actor, ratios, value_ev)
         it += 1
-    track.maybe_evaluate(actor, force=True)
+    track.maybe_evaluate(actor, vf, force=True)
     summary = {"degenerate_fraction": float(np.mean(diag["degenerate"])),
                "near_degenerate_fraction": float(np.mean(diag["near_degenerate"])),
                "kl_median": float(np.median(diag["kl_median"])),
@@ -463,7 +475,8 @@ def _finish(spec, cfg, actor, track, extra) -> dict:
            "visited_state_entropy": visited_state_entropy(actor, flights["final_sampled"]),
            "sleep_gate": sleep_gate(actor, flights["final_sampled"]),
            "det_state": chosen["det"].state_dict(), "sampled_state": chosen["sampled"].state_dict(),
-           "final_state": copy.deepcopy(actor.state_dict()), "snapshots": track.snapshots}
+           "final_state": copy.deepcopy(actor.state_dict()), "snapshots": track.snapshots,
+           "critic_snapshots": track.critic_snapshots}
     out.update(extra)
     return out
 

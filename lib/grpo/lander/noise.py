@@ -1,0 +1,207 @@
+"""Chapter 6's stored gradient-noise study: how much of one batch's gradient is signal.
+
+The trainers' own measure (``gradient_agreement``) compares the M minibatch gradients of *one*
+batch. Its signal-to-noise ratio is 1/(M - 1) when the batch gradient is pure noise, and it counts
+noise shared by a batch's steps (one episode's steps move together) as signal. Here the policy is
+frozen at checkpoints of a training run, and K batches are drawn from it independently, each as its
+trainer draws one (GRPO: B fresh starts flown G times; PPO: a rollout of n_envs x n_steps after one
+rollout of burn-in, from a fresh collector). Each batch's full-batch actor gradient g_k is the
+gradient of its trainer's loss at the first step of an update (pi = pi_old = pi_ref, so the clip and
+k3 do not act; PPO keeps its entropy bonus), computed in closed form as the trainers do. Then
+
+    noise   = sum_k |g_k - g_bar|^2 / (K - 1)     one batch gradient's variance (trace of its covariance)
+    signal  = |g_bar|^2 - noise / K               an unbiased estimate of |E g|^2 (can come out < 0)
+    snr     = signal / noise                      ~ 1: one batch's gradient is as much signal as noise
+    cosine  = the mean cosine between two of the K batch gradients (independent: > 0 only from signal)
+
+with 95% delete-one jackknife intervals over the K batches (``jackknife``).
+
+Methods: PPO, outcome GRPO, and GRPO with the two learned critics the chapter's controls use (a V(s)
+baseline, and GAE from V(s)), each trained for one seed to 500k env steps with the chapter's
+settings; the checkpoints are the evaluations at 100k, 300k and 500k. About 10 CPU-minutes, so the
+results are stored: ``python -m grpo.lander.noise`` (and ``make full``) writes
+``data/runs/06_lander/gradient_noise.json``, the chapter reads it, and ``tests/test_stored_lander.py``
+re-computes one batch gradient and checks it against the stored norm.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+
+from ..mlp import FlatMLP
+from ..pool import parallel_map
+from ..results import results_dir
+from ..stats import t975
+from .env import (OBS_DIM, TRAIN_SEEDS, StepCollector, log_softmax, make_actor, make_critic, make_env,
+                  play_episodes)
+from .objectives import grpo_loss_grad, ppo_loss_grad, step_weights
+from .trainers import (LEARNED_BASELINES, ActorCriticConfig, GRPOConfig, RunSpec, episode_advantages,
+                       gae_targets, train)
+
+METHODS = {
+    "ppo": ActorCriticConfig(),
+    "grpo": GRPOConfig(),
+    "grpo_value": GRPOConfig(baseline="value"),
+    "grpo_gae": GRPOConfig(baseline="gae"),
+}
+CHECKPOINTS = (100_000, 300_000, 500_000)
+BATCHES = 8                      # K independent batches per checkpoint
+SEED = 0                         # the training run the checkpoints come from
+SCALE = {"total_steps": 500_000, "eval_every": 100_000, "val_episodes": 16, "test_episodes": 50}
+
+
+def stored_path() -> Path:
+    return results_dir().parent / "runs" / "06_lander" / "gradient_noise.json"
+
+
+def _load(cfg, actor_state, critic_flat):
+    """The frozen actor (as a FlatMLP) and, for a method with a critic, its critic."""
+    actor = make_actor(SEED)
+    actor.load_state_dict(actor_state)
+    vf = None
+    if critic_flat is not None:
+        n_in = OBS_DIM + (getattr(cfg, "baseline", "") == "value_time")
+        vf = FlatMLP(make_critic(SEED, n_in))
+        vf.flat[:] = critic_flat
+    return actor, FlatMLP(actor), vf
+
+
+def batch_gradient(cfg, actor_state, critic_flat, rng: np.random.Generator) -> tuple[np.ndarray, int]:
+    """One independent batch drawn as ``cfg``'s trainer draws it, and the actor's full-batch gradient
+    of that trainer's loss at the update's first step; also the batch's env steps."""
+    actor, pi, vf = _load(cfg, actor_state, critic_flat)
+    if isinstance(cfg, GRPOConfig):
+        envs = [make_env() for _ in range(cfg.group_size * cfg.prompts)]
+        prompts = rng.integers(*TRAIN_SEEDS, size=cfg.prompts)
+        ep = play_episodes(envs, np.repeat(prompts, cfg.group_size), actor, rng)
+        adv, _ = episode_advantages(cfg, ep, vf)
+        w = step_weights(ep.lengths) if cfg.length_weights else np.ones(len(adv))
+        obs, act = np.concatenate(ep.obs), np.concatenate(ep.actions)
+        logits = pi.forward(obs)
+        logp = log_softmax(logits)[np.arange(len(act)), act]
+        d_logits, _, _ = grpo_loss_grad(logits, act, logp, logp, adv, w, cfg.clip, cfg.beta)
+    else:
+        collector = StepCollector(cfg.n_envs, rng)
+        collector.collect(actor, cfg.n_steps)                 # burn-in: episodes under way, as in training
+        s = collector.collect(actor, cfg.n_steps)
+        _, adv, _ = gae_targets(s, vf, cfg.gamma, cfg.lam)
+        adv = adv.reshape(-1)
+        if cfg.normalize_adv:
+            adv = (adv - adv.mean()) / (adv.std(ddof=1) + 1e-8)
+        obs, act = s.obs.reshape(-1, OBS_DIM), s.actions.reshape(-1)
+        logits = pi.forward(obs)
+        logp = log_softmax(logits)[np.arange(len(act)), act]
+        d_logits, _ = ppo_loss_grad(logits, act, logp, adv, cfg.clip, cfg.ent_coef)
+    pi.backward(d_logits)
+    return pi.grad.copy(), len(act)
+
+
+def noise_measures(grads) -> dict:
+    """Signal and noise of K independent batch gradients (a (K, P) array); see the module docstring."""
+    g = np.asarray(grads, dtype=float)
+    if g.ndim != 2 or g.shape[0] < 2 or not np.isfinite(g).all():
+        raise ValueError(f"grads must be a finite (K >= 2, P) array, got shape {g.shape}")
+    K, mean = len(g), g.mean(0)
+    noise = float(np.sum((g - mean) ** 2) / (K - 1))
+    signal = float(np.sum(mean ** 2) - noise / K)
+    unit = g / np.maximum(np.linalg.norm(g, axis=1, keepdims=True), 1e-30)
+    cosine = float((np.sum(unit.sum(0) ** 2) - K) / (K * (K - 1)))
+    return {"mean_norm": float(np.linalg.norm(g, axis=1).mean()), "noise": noise, "signal": signal,
+            "snr": signal / noise if noise > 0 else float("inf"), "cosine": cosine}
+
+
+def jackknife(grads) -> dict:
+    """95% intervals of ``noise_measures``' snr and cosine by the delete-one jackknife: the estimate
+    +- t(0.975, K - 1) x SE, SE^2 = (K - 1)/K x sum_i (theta_(-i) - mean_j theta_(-j))^2. (A percentile
+    bootstrap over so few batches understates the noise: a resample repeats batches, so its spread
+    shrinks, and every resampled SNR lands above the estimate.)"""
+    g = np.asarray(grads, dtype=float)
+    if len(g) < 3:
+        raise ValueError(f"the jackknife needs K >= 3 batch gradients, got {len(g)}")
+    K, out = len(g), {}
+    leave_one_out = [noise_measures(np.delete(g, i, axis=0)) for i in range(K)]
+    full = noise_measures(g)
+    for k in ("snr", "cosine"):
+        theta = np.array([m[k] for m in leave_one_out])
+        se = math.sqrt((K - 1) / K * np.sum((theta - theta.mean()) ** 2))
+        out[f"{k}_ci95"] = [full[k] - t975(K - 1) * se, full[k] + t975(K - 1) * se]
+    return out
+
+
+def difference(a: dict, b: dict, key: str = "snr") -> dict:
+    """``a[key] - b[key]`` for two measured checkpoints (``measure``'s rows), with a 95% interval
+    from their jackknife standard errors (each half-width / t(0.975, K - 1), combined in quadrature,
+    times the same t) and a two-sided p-value on the interval's scale, for ``stats.holm``."""
+    K = len(a["grad_norms"])
+    se = [(c[f"{key}_ci95"][1] - c[f"{key}_ci95"][0]) / 2 / t975(K - 1) for c in (a, b)]
+    diff, half = a[key] - b[key], t975(K - 1) * math.hypot(*se)
+    z = abs(diff) / (half / 1.96) if half > 0 else math.inf
+    return {"diff": diff, "ci95": [diff - half, diff + half], "p_value": math.erfc(z / math.sqrt(2))}
+
+
+def _checkpoint(snapshots, steps: int):
+    """The first snapshot at or past ``steps`` env steps: (its env steps, its weights)."""
+    return next((s, w) for s, w in snapshots if s >= steps)
+
+
+def measure(method: str) -> dict:
+    """Train ``method`` (seed ``SEED``, ``SCALE``), then at each checkpoint K batch gradients."""
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {sorted(METHODS)}, got {method!r}")
+    cfg = METHODS[method]
+    t0 = time.process_time()
+    run = train(RunSpec(cfg.algo, SEED, config=cfg, **SCALE))
+    train_cpu = time.process_time() - t0
+    has_critic = not isinstance(cfg, GRPOConfig) or cfg.baseline in LEARNED_BASELINES
+    out = {"method": method, "algo": cfg.algo, "train_cpu_s": round(train_cpu, 1), "checkpoints": []}
+    for target in CHECKPOINTS:
+        steps, actor_state = _checkpoint(run["snapshots"], target)
+        critic = _checkpoint(run["critic_snapshots"], target)[1] if has_critic else None
+        t0 = time.process_time()
+        draws = [batch_gradient(cfg, actor_state, critic, np.random.default_rng([SEED, steps, k]))
+                 for k in range(BATCHES)]
+        grads = np.stack([g for g, _ in draws])
+        out["checkpoints"].append({"env_steps": steps, "batch_steps": [n for _, n in draws],
+                                   "grad_norms": np.linalg.norm(grads, axis=1).tolist(),
+                                   **noise_measures(grads), **jackknife(grads),
+                                   "cpu_s": round(time.process_time() - t0, 1)})
+    return out
+
+
+def run_study(workers: int = 2) -> dict:
+    """Every method, in ``workers`` spawned processes; JSON-ready."""
+    results = parallel_map(measure, list(METHODS), workers, desc="gradient noise")
+    return {"methods": {r["method"]: r for r in results},
+            "scale": {**SCALE, "seed": SEED, "checkpoints": list(CHECKPOINTS), "batches": BATCHES,
+                      "interval": "delete-one jackknife, t on K - 1 dof"}}
+
+
+def load_study(path: Path | None = None) -> dict:
+    path = path or stored_path()
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} is missing: run `python -m grpo.lander.noise` (or `make full`)")
+    return json.loads(path.read_text())
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m grpo.lander.noise", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--workers", type=int, default=2)
+    args = parser.parse_args(argv)
+    study = run_study(args.workers)
+    path = stored_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(study, indent=1, sort_keys=True) + "\n")
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()
+
+
+__all__ = ["METHODS", "CHECKPOINTS", "BATCHES", "batch_gradient", "noise_measures", "jackknife", "difference",
+           "measure", "run_study", "load_study", "stored_path"]

@@ -49,9 +49,8 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff check --line-length 100 chapters book
 
-# --dist loadgroup: a module's expensive shared fixture (marked xdist_group) is built on one worker.
 unit: $(STAMP)
-	$(BIN)/python -m pytest tests -q -n 2 --dist loadgroup --durations=12
+	$(BIN)/python -m pytest tests -q -n 2 --durations=12
 
 # Two notebooks at a time (the pins keep each kernel on one core), each whole on one worker, the
 # longest first so that the two workers finish together. A chapter that rewrites a file another

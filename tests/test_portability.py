@@ -21,12 +21,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from filelock import FileLock
 
 from grpo.results import mismatches
-
-# The tests that read the probes run on one pytest-xdist worker (make unit: --dist loadgroup), so
-# the module-scoped probes (three subprocess runs) are computed once, not once per worker.
-PROBES = pytest.mark.xdist_group("portability_probes")
 
 ROOT = Path(__file__).resolve().parents[1]
 PROBE = ROOT / "tests" / "portability_probe.py"
@@ -69,22 +66,32 @@ def _probe(name: str, tmp: Path) -> dict:
     return json.loads(out.read_text())
 
 
-@pytest.fixture(scope="module")
-def probes(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("portability")
+def _run_probes(tmp: Path) -> dict:
     names = ["book", *PIN_SETS]
     with ThreadPoolExecutor(2) as pool:    # the book's 2 cores
         return dict(zip(names, pool.map(lambda n: _probe(n, tmp), names)))
 
 
-@PROBES
+@pytest.fixture(scope="module")
+def probes(tmp_path_factory, worker_id):
+    """The three probe runs, once per test session: under pytest-xdist each worker may build this
+    module's fixtures, so the first one runs the probes and the others wait and read its file."""
+    if worker_id == "master":                                   # no xdist
+        return _run_probes(tmp_path_factory.mktemp("portability"))
+    shared = tmp_path_factory.getbasetemp().parent              # this session's, shared by the workers
+    with FileLock(str(shared / "portability_probes.lock")):
+        done = shared / "portability_probes.json"
+        if not done.is_file():
+            done.write_text(json.dumps(_run_probes(tmp_path_factory.mktemp("portability"))))
+        return json.loads(done.read_text())
+
+
 @pytest.mark.parametrize("pins", list(PIN_SETS))
 def test_the_results_do_not_depend_on_the_kernel_paths(probes, pins):
     found = mismatches(probes["book"]["results"], probes[pins]["results"])
     assert not found, f"under the {pins} pins: " + "; ".join(found[:10])
 
 
-@PROBES
 def test_the_pin_sets_really_change_the_kernels(probes):
     """The perturbations took effect: torch's capability and OpenBLAS's core differ from the book's."""
     book, generic = probes["book"]["machine"], probes["generic"]["machine"]
@@ -102,7 +109,6 @@ def test_a_short_chapter_re_executes_unchanged_under_other_kernel_paths(pins):
     assert run.returncode == 0, f"{CHAPTER.name} under the {pins} pins:\n{run.stdout[-3000:]}"
 
 
-@PROBES
 def test_the_comparison_catches_a_code_change(probes):
     """A PPO learning rate one part in a million higher is another result, not CPU noise."""
     sys.path.insert(0, str(PROBE.parent))

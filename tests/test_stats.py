@@ -1,4 +1,6 @@
 """Paired before/after statistics (lib/grpo/stats.py)."""
+import math
+
 import numpy as np
 import pytest
 
@@ -166,3 +168,55 @@ def test_over_seeds_is_a_t_interval_on_s_minus_1_dof():
     for bad in ([1.0], [[1.0, 2.0]], [1.0, float("nan")]):
         with pytest.raises(ValueError, match="one finite number per seed"):
             stats.over_seeds(bad)
+
+
+def _t_tail_by_quadrature(t, dof, n=200_001):
+    """P(|T| >= t) by Simpson's rule on the t density over [0, t] (an independent check)."""
+    from math import gamma, pi, sqrt
+    x = np.linspace(0.0, t, n)
+    f = gamma((dof + 1) / 2) / (sqrt(dof * pi) * gamma(dof / 2)) * (1 + x ** 2 / dof) ** (-(dof + 1) / 2)
+    h = x[1] - x[0]
+    inside = h / 3 * (f[0] + f[-1] + 4 * f[1:-1:2].sum() + 2 * f[2:-1:2].sum())
+    return 1 - 2 * inside
+
+
+@pytest.mark.parametrize("dof", [1, 2, 3, 4, 5, 7, 12, 30])
+def test_the_t_tail_is_exact(dof):
+    for t in (0.3, 1.0, 2.5, 6.0):
+        assert stats.t_two_sided_p(t, dof) == pytest.approx(_t_tail_by_quadrature(t, dof), abs=1e-9)
+    assert stats.t_two_sided_p(stats.t975(dof), dof) == pytest.approx(0.05, abs=2e-4)
+    assert stats.t_two_sided_p(0.0, dof) == 1.0 and stats.t_two_sided_p(float("inf"), dof) == 0.0
+    assert stats.t_two_sided_p(-2.5, dof) == stats.t_two_sided_p(2.5, dof)
+
+
+def test_a_seed_p_value_is_the_t_test_and_not_a_normal_tail():
+    """Three seeds whose difference is far beyond the interval's edge: the t-test on 2 dof gives
+    p = 0.0046, so Holm over 8 keeps it at 0.037; the normal tail on the same scale said 6e-12."""
+    r = stats.over_seeds([301.0, 238.0, 266.0])
+    t = r.mean / (np.std(r.per_seed, ddof=1) / 3 ** 0.5)
+    assert r.p_value == pytest.approx(stats.t_two_sided_p(t, 2), rel=1e-3)
+    assert 0.004 < r.p_value < 0.005
+    for S in (2, 3):   # under the null the test rejects 5% of the time
+        draws = np.random.default_rng(S).normal(size=(20_000, S))
+        rejected = np.mean([stats.over_seeds(v).p_value < 0.05 for v in draws])
+        assert 0.04 < rejected < 0.06, (S, rejected)
+    with pytest.raises(ValueError, match="dof"):
+        stats.t_two_sided_p(1.0, 0)
+
+
+def test_a_lift_s_p_value_inverts_its_two_part_interval():
+    """At the interval's edge p is 0.05 whatever the mix of problem and seed noise; a lift whose
+    interval is all problem noise gets a normal tail, all seed noise a t tail."""
+    from grpo.stats import Lift
+
+    def lift(points, a, b, seeds=2):
+        half = float(np.hypot(a, b))
+        return Lift(points, (points - half, points + half), (), (), 100, seeds, problem_half=a,
+                    seed_half=b)
+    for a, b in ((1.0, 0.0), (1.0, 1.0), (0.2, 3.0), (0.0, 1.0)):
+        assert lift(float(np.hypot(a, b)), a, b).p_value == pytest.approx(0.05, abs=2e-4), (a, b)
+    assert lift(3.0, 1.0, 0.0).p_value == pytest.approx(math.erfc(3.0 * 1.96 / 2 ** 0.5), rel=1e-9)
+    assert lift(3.0, 0.0, 1.0, seeds=3).p_value == pytest.approx(
+        stats.t_two_sided_p(3.0 * stats.t975(2), 2), rel=1e-9)
+    mixed = lift(3.0, 1.0, 1.0).p_value       # between the two tails
+    assert lift(3.0, 1.414, 0.0).p_value < mixed < lift(3.0, 0.0, 1.414).p_value

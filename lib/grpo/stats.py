@@ -26,8 +26,12 @@ differences seed by seed): the mean with a t-interval on S - 1 degrees of freedo
 ``lift_gap(before, after, in_a, in_b)`` tests an interaction: whether the lift on one subset of
 problems differs from the lift on another. ``holm(p_values)`` adjusts a family of tests (Holm 1979,
 step-down, controls the family-wise error rate); ``Lift.p_value`` is the two-sided p-value of the
-same construction (a normal approximation at the interval's scale), so a table of lifts can be
-corrected as a family.
+same construction, so a table of lifts can be corrected as a family: the p at which the
+interval, rebuilt at level 1 - p from the same two parts (the problems' bootstrap at a normal
+quantile, the seeds' spread at Student's t on S - 1 dof), just reaches 0. Below 0.05 exactly when
+the 95% interval excludes 0. A normal tail at the interval's scale would be far too thin for a
+2- or 3-seed interval beyond its edge, and a family correction multiplies exactly those small
+p-values.
 """
 from __future__ import annotations
 
@@ -43,6 +47,32 @@ _T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 
          10: 2.228, 12: 2.179, 15: 2.131, 20: 2.086, 30: 2.042}
 
 
+def t_two_sided_p(t: float, dof: int) -> float:
+    """P(|T| >= |t|) for Student's T on ``dof`` (an int >= 1) degrees of freedom, exactly, by the
+    closed forms for integer dof (Abramowitz and Stegun 26.7.3-4)."""
+    dof = checks.integer("dof", dof, minimum=1)
+    t = abs(float(t))
+    if math.isnan(t):
+        raise ValueError("t must be a number, got nan")
+    if math.isinf(t):
+        return 0.0
+    theta = math.atan(t / math.sqrt(dof))
+    c2 = math.cos(theta) ** 2
+    if dof % 2:                                   # odd: (2/pi)(theta + sin cos (1 + 2/3 c^2 + ...))
+        term, total = 1.0, 1.0 if dof > 1 else 0.0
+        for k in range(1, (dof - 1) // 2):
+            term *= c2 * (2 * k) / (2 * k + 1)
+            total += term
+        inside = 2 / math.pi * (theta + math.sin(theta) * math.cos(theta) * total)
+    else:                                         # even: sin (1 + 1/2 c^2 + 1.3/2.4 c^4 + ...)
+        term, total = 1.0, 1.0
+        for k in range(1, dof // 2):
+            term *= c2 * (2 * k - 1) / (2 * k)
+            total += term
+        inside = math.sin(theta) * total
+    return min(1.0, max(0.0, 1.0 - inside))
+
+
 def t975(dof: int) -> float:
     """Student's t 97.5% quantile (a two-sided 95% interval), tabled; 1.96 beyond 30 dof."""
     dof = checks.integer("dof", dof, minimum=1)
@@ -56,6 +86,51 @@ def t975(dof: int) -> float:
     return w * _T975[lower] + (1 - w) * _T975[upper]
 
 
+def _quantile(p: float, dof: int | None) -> float:
+    """The two-sided quantile q with P(|X| >= q) = p: X normal (``dof=None``) or Student's t."""
+    def tail(q):
+        return math.erfc(q / math.sqrt(2)) if dof is None else t_two_sided_p(q, dof)
+    lo, hi = 0.0, 1.0
+    while tail(hi) > p:
+        lo, hi = hi, hi * 2
+    for _ in range(200):                          # bisection to float resolution
+        mid = (lo + hi) / 2
+        if mid in (lo, hi):
+            break
+        lo, hi = (mid, hi) if tail(mid) > p else (lo, mid)
+    return hi
+
+
+def interval_p_value(estimate: float, problem_half: float, seed_half: float = 0.0,
+                     dof: int | None = None) -> float:
+    """The two-sided p-value of 'estimate is 0' that agrees with a 95% interval of half-width
+    hypot(problem_half, seed_half), where ``problem_half`` is 1.96 normal standard errors and
+    ``seed_half`` is t975(dof) standard errors of a t on ``dof`` degrees of freedom: the p at which
+    the interval rebuilt at level 1 - p just reaches 0 (a z-test, a t-test, or between)."""
+    if problem_half < 0 or seed_half < 0 or (seed_half > 0 and dof is None):
+        raise ValueError(f"problem_half and seed_half must be >= 0, and seed_half needs dof; got "
+                         f"{problem_half}, {seed_half}, dof={dof}")
+    se_p, se_s = problem_half / 1.96, (seed_half / t975(dof) if seed_half > 0 else 0.0)
+    target = abs(estimate)
+    if se_p == 0 and se_s == 0:
+        return 0.0 if target > 0 else 1.0
+    if se_p == 0:
+        return t_two_sided_p(target / se_s, dof)
+    if se_s == 0:
+        return math.erfc(target / se_p / math.sqrt(2))
+
+    def reach(log_p):  # the rebuilt interval's half-width at level 1 - p, minus |estimate|
+        p = math.exp(log_p)
+        return math.hypot(_quantile(p, None) * se_p, _quantile(p, dof) * se_s) - target
+    lo, hi = -700.0, 0.0                          # log p: reach is decreasing in p
+    if reach(lo) < 0:
+        return 0.0
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if reach(mid) > 0 else (lo, mid)
+    return math.exp((lo + hi) / 2)
+
+
 @dataclass(frozen=True)
 class Lift:
     points: float                       # mean of after - before over seeds and problems, x 100
@@ -64,6 +139,8 @@ class Lift:
     per_seed_ci95: tuple                # each seed's (low, high)
     problems: int
     seeds: int
+    problem_half: float | None = None   # the interval's parts: the problems' bootstrap half-width
+    seed_half: float = 0.0              # and the seeds' t-term, combined in quadrature (S >= 2)
 
     @property
     def significant(self) -> bool:
@@ -72,13 +149,12 @@ class Lift:
 
     @property
     def p_value(self) -> float:
-        """Two-sided p-value of 'no lift', on the interval's own scale (half-width / 1.96 as the
-        standard error): the quantity a family correction such as ``holm`` needs."""
-        half = (self.ci95[1] - self.ci95[0]) / 2
-        if half <= 0:
-            return 0.0 if self.points != 0 else 1.0
-        z = abs(self.points - 0.0) / (half / 1.96)
-        return math.erfc(z / math.sqrt(2))
+        """Two-sided p-value of 'no lift' that the interval inverts (see the module docstring),
+        the quantity a family correction such as ``holm`` needs."""
+        problem_half = ((self.ci95[1] - self.ci95[0]) / 2 if self.problem_half is None
+                        else self.problem_half)
+        return interval_p_value(self.points, problem_half, self.seed_half,
+                                self.seeds - 1 if self.seed_half > 0 else None)
 
     def __str__(self) -> str:
         return f"{self.points:+.1f} points [{self.ci95[0]:+.1f}, {self.ci95[1]:+.1f}]"
@@ -114,13 +190,14 @@ def paired_lift(before, after, n_boot: int = 4000, seed: int = 0) -> Lift:
     per_seed_ci = tuple(tuple(float(v) for v in np.percentile(r, [2.5, 97.5])) for r in boot)
     mean = float(d.mean())
     lo, hi = np.percentile(boot.mean(0), [2.5, 97.5])           # problems resampled, seeds averaged
+    problem_half, seed_half = float(hi - lo) / 2, 0.0
     if S > 1:
         seed_half = t975(S - 1) * float(d.mean(1).std(ddof=1)) / math.sqrt(S)
-        half = math.hypot((hi - lo) / 2, seed_half)
+        half = math.hypot(problem_half, seed_half)
         lo, hi = mean - half, mean + half
     return Lift(points=mean, ci95=(float(lo), float(hi)),
                 per_seed=tuple(float(v) for v in d.mean(1)), per_seed_ci95=per_seed_ci,
-                problems=P, seeds=S)
+                problems=P, seeds=S, problem_half=problem_half, seed_half=seed_half)
 
 
 def lift_gap(before, after, in_a, in_b, n_boot: int = 4000, seed: int = 0) -> Lift:
@@ -142,11 +219,12 @@ def lift_gap(before, after, in_a, in_b, n_boot: int = 4000, seed: int = 0) -> Li
     per_seed = d[:, in_a].mean(1) - d[:, in_b].mean(1)
     gap = float(per_seed.mean())
     lo, hi = np.percentile(boot, [2.5, 97.5])
-    half = (hi - lo) / 2
-    if S > 1:
-        half = math.hypot(half, t975(S - 1) * float(per_seed.std(ddof=1)) / math.sqrt(S))
+    problem_half = float(hi - lo) / 2
+    seed_half = t975(S - 1) * float(per_seed.std(ddof=1)) / math.sqrt(S) if S > 1 else 0.0
+    half = math.hypot(problem_half, seed_half)
     return Lift(points=gap, ci95=(gap - half, gap + half), per_seed=tuple(float(v) for v in per_seed),
-                per_seed_ci95=(), problems=int(in_a.sum() + in_b.sum()), seeds=S)
+                per_seed_ci95=(), problems=int(in_a.sum() + in_b.sum()), seeds=S,
+                problem_half=problem_half, seed_half=seed_half)
 
 
 @dataclass(frozen=True)
@@ -162,8 +240,9 @@ class SeedInterval:
 
     @property
     def p_value(self) -> float:
-        """Two-sided p-value of 'mean 0' on the interval's own scale, as ``Lift.p_value``."""
-        return Lift(self.mean, self.ci95, (), (), 0, len(self.per_seed)).p_value
+        """Two-sided p-value of 'mean 0': the t-test on S - 1 dof that the interval inverts."""
+        return interval_p_value(self.mean, 0.0, (self.ci95[1] - self.ci95[0]) / 2,
+                                len(self.per_seed) - 1)
 
     def __str__(self) -> str:
         return f"{self.mean:+.1f} [{self.ci95[0]:+.1f}, {self.ci95[1]:+.1f}]"
@@ -194,4 +273,5 @@ def holm(p_values) -> np.ndarray:
     return out
 
 
-__all__ = ["Lift", "SeedInterval", "paired_lift", "lift_gap", "over_seeds", "holm", "t975"]
+__all__ = ["Lift", "SeedInterval", "paired_lift", "lift_gap", "over_seeds", "holm", "t975",
+           "t_two_sided_p", "interval_p_value"]

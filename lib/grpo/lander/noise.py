@@ -36,7 +36,7 @@ import numpy as np
 from ..mlp import FlatMLP
 from ..pool import parallel_map
 from ..results import results_dir
-from ..stats import t975
+from ..stats import interval_p_value, t975
 from .env import (OBS_DIM, TRAIN_SEEDS, StepCollector, log_softmax, make_actor, make_critic, make_env,
                   play_episodes)
 from .objectives import grpo_loss_grad, ppo_loss_grad, step_weights
@@ -136,12 +136,13 @@ def jackknife(grads) -> dict:
 def difference(a: dict, b: dict, key: str = "snr") -> dict:
     """``a[key] - b[key]`` for two measured checkpoints (``measure``'s rows), with a 95% interval
     from their jackknife standard errors (each half-width / t(0.975, K - 1), combined in quadrature,
-    times the same t) and a two-sided p-value on the interval's scale, for ``stats.holm``."""
+    times the same t) and the two-sided t-test p-value on K - 1 dof that the interval inverts, for
+    ``stats.holm``."""
     K = len(a["grad_norms"])
     se = [(c[f"{key}_ci95"][1] - c[f"{key}_ci95"][0]) / 2 / t975(K - 1) for c in (a, b)]
     diff, half = a[key] - b[key], t975(K - 1) * math.hypot(*se)
-    z = abs(diff) / (half / 1.96) if half > 0 else math.inf
-    return {"diff": diff, "ci95": [diff - half, diff + half], "p_value": math.erfc(z / math.sqrt(2))}
+    ci95 = [diff - half, diff + half]
+    return {"diff": diff, "ci95": ci95, "p_value": interval_p_value(diff, 0.0, half, K - 1)}
 
 
 def _checkpoint(snapshots, steps: int):

@@ -55,8 +55,7 @@ unit: $(STAMP)
 # Two notebooks at a time (the pins keep each kernel on one core), each whole on one worker, the
 # longest first so that the two workers finish together. A chapter that rewrites a file another
 # reads (a checkpoint, a registry) replaces it atomically (grpo.files), with the same bytes.
-LONGEST := chapters/08_grpo_math.ipynb chapters/07_small_lm.ipynb chapters/06_lunar_lander.ipynb \
-  chapters/09_grpo_addition.ipynb
+LONGEST := chapters/08_grpo_math.ipynb chapters/07_small_lm.ipynb chapters/09_grpo_addition.ipynb
 NBVAL_ORDER := $(filter $(NOTEBOOKS),$(LONGEST)) $(filter-out $(LONGEST),$(NOTEBOOKS)) $(PAGES)
 nbval: $(STAMP)
 	@test -n "$(NOTEBOOKS)" || { echo "no chapters/NN_*.ipynb found: nothing for nbval to test"; exit 1; }
@@ -87,10 +86,12 @@ bench: $(STAMP)
 	@for f in bench/*.py; do echo "== $$f"; $(BIN)/python $$f; done
 
 # Chapters 6, 8, 10 and 11's runs too long for nbval, stored in data/runs/ (tests/test_stored_runs.py,
-# tests/test_pretrained_runs.py, tests/test_stored_lander.py and tests/test_lander_noise.py replay them).
+# tests/test_pretrained_runs.py, tests/test_lander_main_runs.py, tests/test_stored_lander.py and
+# tests/test_lander_noise.py replay them).
 full: $(STAMP)
 	$(BIN)/python -m grpo.lm.runs --all --workers 2
 	$(BIN)/python -m grpo.lm.pretrained --all --workers 2
+	$(BIN)/python -m grpo.lander.main_runs --workers 2
 	$(BIN)/python -m grpo.lander.studies --workers 2
 	$(BIN)/python -m grpo.lander.noise --workers 2
 

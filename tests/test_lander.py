@@ -704,7 +704,8 @@ def test_terminal_episodes_the_time_input_and_the_unscaled_outcome_advantage():
 
 
 @pytest.mark.parametrize("field, value", [("scale_by_std", "no"), ("length_weights", 1),
-                                          ("gamma", 0.0), ("lam", 1.5), ("baseline", "gea")])
+                                          ("gamma", 0.0), ("lam", 1.5), ("baseline", "gea"),
+                                          ("value_scale", 0.0), ("value_scale", True)])
 def test_the_new_grpo_flags_are_checked(field, value):
     with pytest.raises(ValueError, match=field):
         L.GRPOConfig(**{field: value})
@@ -717,6 +718,17 @@ def test_unit_weights_and_the_new_baselines_change_the_run():
             for name, cfg in (("outcome", L.GRPOConfig(**base)),
                               ("w1", L.GRPOConfig(**base, length_weights=False)),
                               ("gae", L.GRPOConfig(**base, baseline="gae")),
-                              ("value_time", L.GRPOConfig(**base, baseline="value_time")))}
+                              ("value_time", L.GRPOConfig(**base, baseline="value_time")),
+                              ("value_time_scaled", L.GRPOConfig(**base, baseline="value_time",
+                                                                 value_scale=100.0)))}
     for name in ("w1", "gae", "value_time"):
         assert not torch.equal(runs[name], runs["outcome"]), name
+    assert not torch.equal(runs["value_time_scaled"], runs["value_time"])
+
+
+def test_a_scaled_critic_predicts_its_output_times_the_scale():
+    from grpo.mlp import FlatMLP
+    vf = FlatMLP(L.make_critic(0))
+    x = np.random.default_rng(0).normal(size=(5, L.OBS_DIM))
+    assert np.array_equal(L.critic_values(vf, x), vf.forward(x)[:, 0])
+    assert np.allclose(L.critic_values(vf, x, 100.0), 100.0 * vf.forward(x)[:, 0], rtol=1e-15)

@@ -12,6 +12,7 @@ Modules (everything is re-exported here, so ``from grpo import lander; lander.tr
                 closed-form gradients ``grpo_loss_grad`` / ``ppo_loss_grad``
     trainers    the configs, ``RunSpec``, ``train_actor_critic``, ``train_grpo``, ``train``, ``run_all``
     report      ``summarize``: one algorithm's per-seed runs as a registry entry
+    main_runs   the chapter's fifteen runs, stored with their weights (``python -m grpo.lander.main_runs``)
     studies     the stored credit-assignment ladder and ablations (``python -m grpo.lander.studies``)
     noise       the stored gradient-noise study: K independent batches at frozen checkpoints
                 (``python -m grpo.lander.noise``)
@@ -30,8 +31,8 @@ from .objectives import (GROUP_EPS, baseline_advantages, ended_at_terminal, epis
 from .report import summarize
 from .trainers import (A2C_CONFIG, ALGOS, DEFAULT_CONFIGS, DIAGNOSTICS, ActorCriticConfig, GRPOConfig,
                        LEARNED_BASELINES, PPO_DIAGNOSTICS, RunSpec, _check_spec, _Tracker, critic_inputs,
-                       episode_advantages, gae_targets, gradient_agreement, log_diagnostics, run_all, train,
-                       train_actor_critic, train_grpo)
+                       critic_values, episode_advantages, gae_targets, gradient_agreement, log_diagnostics,
+                       run_all, train, train_actor_critic, train_grpo)
 
 __all__ = [name for name in dir() if not name.startswith("__")
            and name not in ("env", "objectives", "report", "trainers")]

@@ -110,6 +110,7 @@ class GRPOConfig:
     baseline: str = "group"
     gamma: float = 0.999         # "gae" only
     lam: float = 0.98            # "gae" only
+    value_scale: float = 1.0     # learned baselines: the critic fits target / value_scale, V = output x it
     scale_by_std: bool = True    # outcome GRPO: divide by the group's std (False: Dr. GRPO's R - mean)
     length_weights: bool = True  # the paper's 1/|o_i| as 1/L per step (False: every step weighs 1)
     measure_gradients: bool = False   # log the first epoch's minibatch-gradient agreement
@@ -127,6 +128,7 @@ class GRPOConfig:
         checks.number(f"{name}.beta", self.beta, minimum=0, rule=">= 0")
         checks.number(f"{name}.gamma", self.gamma, minimum=0, maximum=1, low_open=True, rule="in (0, 1]")
         checks.number(f"{name}.lam", self.lam, minimum=0, maximum=1, rule="in [0, 1]")
+        checks.number(f"{name}.value_scale", self.value_scale, minimum=0, low_open=True, rule="> 0")
         for field_name in ("process", "scale_by_std", "length_weights", "measure_gradients"):
             checks.boolean(f"{name}.{field_name}", getattr(self, field_name))
         checks.choice(f"{name}.baseline", self.baseline, ("group", "value", "time", "value_time", "gae"))
@@ -323,6 +325,12 @@ def critic_inputs(cfg: GRPOConfig, ep) -> np.ndarray:
     return np.column_stack([obs, t])
 
 
+def critic_values(vf, x, scale: float = 1.0) -> np.ndarray:
+    """A GRPO control's V at inputs ``x``: the critic's output times ``scale`` (it fits target /
+    scale, so targets in the hundreds stay O(1) for the network)."""
+    return vf.forward(x)[:, 0] * scale
+
+
 def episode_advantages(cfg: GRPOConfig, ep, vf=None):
     """Per-step advantages of one batch of groups: outcome GRPO's z-scored return broadcast to every
     step (or R - mean without ``scale_by_std``), process GRPO's summed normalised rewards, or a
@@ -341,14 +349,14 @@ def episode_advantages(cfg: GRPOConfig, ep, vf=None):
             adv = (groups - groups.mean(1, keepdims=True)).ravel()
         return np.repeat(adv, ep.lengths), None
     if cfg.baseline == "gae":
-        values = vf.forward(critic_inputs(cfg, ep))[:, 0]
-        last_values = vf.forward(np.stack(ep.last_obs))[:, 0]
+        values = critic_values(vf, critic_inputs(cfg, ep), cfg.value_scale)
+        last_values = critic_values(vf, np.stack(ep.last_obs), cfg.value_scale)
         adv, targets = episode_gae(ep.rewards, values, ended_at_terminal(ep), last_values, cfg.gamma,
                                    cfg.lam)
         return baseline_advantages(adv, np.zeros_like(adv)), targets
     to_go = np.concatenate(returns_to_go(ep.rewards))
     if vf is not None:
-        return baseline_advantages(to_go, vf.forward(critic_inputs(cfg, ep))[:, 0]), to_go
+        return baseline_advantages(to_go, critic_values(vf, critic_inputs(cfg, ep), cfg.value_scale)), to_go
     return baseline_advantages(to_go, time_baseline(returns_to_go(ep.rewards), cfg.group_size)), None
 
 
@@ -418,7 +426,8 @@ def train_grpo(spec: RunSpec, progress=None) -> dict:
         rows = np.arange(len(b_act))
         b_logp_old = log_softmax(pi.forward(b_obs))[rows, b_act]
         b_logp_ref = log_softmax(ref.forward(b_obs))[rows, b_act]
-        value_ev = np.nan if vf is None else explained_variance(vf.forward(b_critic_in)[:, 0], b_to_go)
+        value_ev = (np.nan if vf is None else
+                    explained_variance(critic_values(vf, b_critic_in, cfg.value_scale), b_to_go))
         # 3. K epochs of minibatch steps on the same clipped surrogate, minus beta * k3, no critic
         clip_fracs, kls, grads, ratios = [], [], [], []
         for epoch in range(cfg.epochs):
@@ -435,7 +444,7 @@ def train_grpo(spec: RunSpec, progress=None) -> dict:
                 opt.step()                     # gradient-norm clip, then Adam
                 if vf is not None:             # the control's critic, fitted to its targets on this minibatch
                     v = vf.forward(b_critic_in[mb])[:, 0]
-                    vf.backward((2 / len(mb) * (v - b_to_go[mb]))[:, None])
+                    vf.backward((2 / len(mb) * (v - b_to_go[mb] / cfg.value_scale))[:, None])
                     critic_opt.step()
                 clip_fracs.append(float(clipped.mean()))
                 if epoch == cfg.epochs - 1:

@@ -1,0 +1,179 @@
+"""Chapter 6's fifteen main runs, stored: PPO, outcome GRPO, the V(s) control, process GRPO and A2C,
+three seeds each.
+
+About 1,000 CPU-seconds, most of the chapter's time, and the same bits on every run (a run is seeded
+by its spec alone), so the chapter reads them: ``python -m grpo.lander.main_runs`` (or
+``make full``) writes ``data/runs/06_lander/main/``:
+
+    runs.json     every run's result as ``train`` returns it, less its weights and per-episode
+                  training returns (which the chapter does not read)
+    weights.npz   each run's actors (float64, exactly as trained): the argmax- and sampled-chosen
+                  checkpoints and the final policy, and PPO's and GRPO's periodic snapshots
+
+``load`` rebuilds the results ``run_all(specs())`` returns, and refuses a file written for other
+specs. ``tests/test_lander_main_runs.py`` re-trains each algorithm's first iteration and checks it
+against the stored one.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from ..files import write_atomically, write_text_atomically
+from ..pool import parallel_map
+from ..results import results_dir
+from .trainers import A2C_CONFIG, ActorCriticConfig, GRPOConfig, RunSpec, train
+
+SEEDS = (0, 1, 2)
+EVAL_EVERY, VAL_EPISODES, TEST_EPISODES = 100_000, 16, 50
+ENV_STEPS = {
+    "ppo": 1_000_000,
+    "grpo": 1_000_000,  # per run; the published study used 2,000,000
+    "grpo_value": 500_000,
+    "grpo_process": 500_000,
+    "a2c": 500_000,
+}
+# measure_gradients logs the agreement of the first epoch's minibatch gradients; a unit test shows
+# that it leaves a run bit-identical
+CONFIGS = {
+    "ppo": ActorCriticConfig(measure_gradients=True),
+    "a2c": A2C_CONFIG,
+    "grpo": GRPOConfig(measure_gradients=True),
+    "grpo_value": GRPOConfig(baseline="value", measure_gradients=True),
+    "grpo_process": GRPOConfig(process=True, measure_gradients=True),
+}
+WEIGHTS = ("det_state", "sampled_state", "final_state")
+SNAPSHOTS_KEPT = ("ppo", "grpo")   # periodic snapshots (env steps, weights): the 1M runs' only
+DROPPED = WEIGHTS + ("snapshots", "critic_snapshots", "train_returns")
+
+
+def specs() -> list[RunSpec]:
+    """The chapter's fifteen runs, algorithm by algorithm, seed by seed."""
+    return [RunSpec(algo, seed, ENV_STEPS[algo], EVAL_EVERY, VAL_EPISODES, TEST_EPISODES,
+                    config=CONFIGS[algo])
+            for algo in ENV_STEPS for seed in SEEDS]
+
+
+def stored_dir() -> Path:
+    return results_dir().parent / "runs" / "06_lander" / "main"
+
+
+def _plain(x):
+    """JSON-ready, exactly: NumPy scalars as Python numbers (float32 widened, which is exact),
+    tuples as lists; NaN stays NaN (Python's json reads it back)."""
+    if isinstance(x, dict):
+        return {k: _plain(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_plain(v) for v in x]
+    if isinstance(x, np.ndarray):
+        return _plain(x.tolist())
+    return x.item() if isinstance(x, np.generic) else x
+
+
+def _json_text(payload: dict) -> str:
+    """Compact JSON, one spec and one run a line (A2C's 12,500 iterations of logs are most of it)."""
+    def lines(rows):
+        return "[\n" + ",\n".join(json.dumps(r, separators=(",", ":")) for r in rows) + "]"
+    return f'{{"specs": {lines(payload["specs"])},\n"runs": {lines(payload["runs"])}}}\n'
+
+
+def _spec_record(s: RunSpec) -> dict:
+    return {**asdict(s), "config": asdict(s.resolved_config())}
+
+
+def _key(run: dict, which: str) -> str:
+    return f"{run['algo']}/{run['seed']}/{which}"
+
+
+def store(results: list, run_specs: list, cpu_s: list, directory: Path | None = None) -> Path:
+    """Write ``results`` (``run_all(run_specs)``'s) and each run's CPU seconds."""
+    if len(results) != len(run_specs) or len(cpu_s) != len(run_specs):
+        raise ValueError(f"results, run_specs and cpu_s must have one entry per run, got "
+                         f"{len(results)}, {len(run_specs)} and {len(cpu_s)}")
+    directory = Path(directory or stored_dir())
+    arrays, records = {}, []
+    for run, cpu in zip(results, cpu_s):
+        for which in WEIGHTS:
+            for name, t in run[which].items():
+                arrays[f"{_key(run, which)}/{name}"] = t.detach().cpu().numpy()
+        snapshots = run["snapshots"] if run["algo"] in SNAPSHOTS_KEPT else []
+        for steps, state in snapshots:
+            for name, t in state.items():
+                arrays[f"{_key(run, f'snapshot_{steps}')}/{name}"] = t.detach().cpu().numpy()
+        records.append({**{k: v for k, v in run.items() if k not in DROPPED},
+                        "snapshot_steps": [steps for steps, _ in snapshots],
+                        "cpu_s": round(cpu, 1)})
+    payload = {"specs": [_spec_record(s) for s in run_specs], "runs": _plain(records)}
+
+    def write_weights(tmp):
+        with open(tmp, "wb") as f:    # a file object: savez would add ".npz" to a path
+            np.savez_compressed(f, **arrays)
+
+    write_atomically(directory / "weights.npz", write_weights)
+    write_text_atomically(directory / "runs.json", _json_text(payload))
+    return directory
+
+
+def load(run_specs: list | None = None, directory: Path | None = None) -> list:
+    """The stored results, as ``run_all(run_specs)`` returns them (weights as torch tensors);
+    ``run_specs`` defaults to ``specs()`` and must be the ones the file was written for."""
+    run_specs = specs() if run_specs is None else list(run_specs)
+    directory = Path(directory or stored_dir())
+    if not (directory / "runs.json").exists():
+        raise FileNotFoundError(f"{directory} holds no stored runs: run `python -m grpo.lander.main_runs`")
+    payload = json.loads((directory / "runs.json").read_text())
+    if payload["specs"] != _plain([_spec_record(s) for s in run_specs]):
+        raise ValueError(f"run_specs must be the ones stored in {directory / 'runs.json'}: "
+                         "re-run `python -m grpo.lander.main_runs` after changing them")
+    with np.load(directory / "weights.npz") as npz:
+        arrays = {k: npz[k] for k in npz.files}
+
+    def state(run, which):
+        prefix = _key(run, which) + "/"
+        return {k[len(prefix):]: torch.from_numpy(v) for k, v in arrays.items() if k.startswith(prefix)}
+
+    results = []
+    for record in payload["runs"]:
+        run = {k: v for k, v in record.items() if k not in ("snapshot_steps", "cpu_s")}
+        run.update({which: state(record, which) for which in WEIGHTS})
+        run["snapshots"] = [(steps, state(record, f"snapshot_{steps}"))
+                            for steps in record["snapshot_steps"]]
+        results.append(run)
+    return results
+
+
+def cpu_seconds(directory: Path | None = None) -> list[float]:
+    """Each stored run's CPU seconds, in spec order."""
+    directory = Path(directory or stored_dir())
+    return [r["cpu_s"] for r in json.loads((directory / "runs.json").read_text())["runs"]]
+
+
+def _timed(s: RunSpec) -> tuple:
+    cpu0 = time.process_time()
+    run = train(s)
+    return run, time.process_time() - cpu0
+
+
+def run_and_store(run_specs: list | None = None, workers: int = 2,
+                  directory: Path | None = None) -> Path:
+    """Train ``run_specs`` (default ``specs()``) in ``workers`` processes and store them."""
+    run_specs = specs() if run_specs is None else list(run_specs)
+    done = parallel_map(_timed, run_specs, workers, desc="06 main runs")
+    return store([r for r, _ in done], run_specs, [c for _, c in done], directory)
+
+
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--workers", type=int, default=2)
+    args = p.parse_args(argv)
+    print(f"wrote {run_and_store(workers=args.workers)}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,60 @@
+"""Chapter 6's fifteen stored runs (data/runs/06_lander/main/, written by
+`python -m grpo.lander.main_runs`): the file holds the runs the code defines, each algorithm's first
+iteration re-trained here is the stored one, and the stored weights are the ones that fly the
+stored test returns."""
+import dataclasses
+
+import numpy as np
+import pytest
+
+from grpo import lander
+from grpo.lander import main_runs
+
+
+@pytest.fixture(scope="module")
+def stored():
+    return {(r["algo"], r["seed"]): r for r in main_runs.load()}
+
+
+def test_the_stored_runs_are_the_ones_the_code_defines(stored):
+    assert sorted(stored) == sorted((s.algo, s.seed) for s in main_runs.specs())
+    for (algo, _), run in stored.items():
+        assert run["env_steps"] >= main_runs.ENV_STEPS[algo]
+        assert len(run["test_det"]) == main_runs.TEST_EPISODES
+        assert bool(run["snapshots"]) == (algo in main_runs.SNAPSHOTS_KEPT)
+    with pytest.raises(ValueError, match="run_specs"):
+        main_runs.load(main_runs.specs()[:-1])
+    other = [dataclasses.replace(s, seed=s.seed + 1) for s in main_runs.specs()]
+    with pytest.raises(ValueError, match="run_specs"):
+        main_runs.load(other)
+
+
+@pytest.mark.parametrize("algo", list(main_runs.ENV_STEPS))
+def test_each_algorithm_s_first_iteration_is_what_the_code_produces(algo, stored):
+    """Evaluation draws from its own generators, so a one-iteration run with tiny evaluations
+    trains exactly as the stored run's first iteration did."""
+    spec = dataclasses.replace(next(s for s in main_runs.specs() if s.algo == algo and s.seed == 0),
+                               total_steps=1, eval_every=10**6, val_episodes=1, test_episodes=1)
+    run = lander.train(spec)
+    want = stored[(algo, 0)]
+    assert run["iterations"] == 1 and want["iterations"] > 1
+    for log in ("diagnostics", "gradient_agreement"):
+        if log not in run:
+            continue
+        assert set(run[log]) == set(want[log]), (algo, log)
+        for k, values in run[log].items():
+            if not values:   # A2C's one-minibatch epochs measure no agreement
+                assert not want[log][k], (algo, log, k)
+                continue
+            np.testing.assert_allclose(values[0], want[log][k][0], rtol=1e-9, atol=1e-12, equal_nan=True,
+                                       err_msg=f"{algo}: {log}[{k!r}][0]")
+
+
+def test_the_stored_final_weights_fly_the_stored_returns(stored):
+    """The final policy of one run, rebuilt from weights.npz, flies its first test starts by argmax
+    to the stored returns."""
+    run = stored[("grpo", 0)]
+    actor = lander.load_actor(run["final_state"])
+    n = 3
+    test = lander.Evaluator(range(lander.TEST_SEED0, lander.TEST_SEED0 + n), rng_seed=run["seed"])
+    assert test.play(actor, True).returns.tolist() == run["final_det"][:n]

@@ -16,12 +16,13 @@ k3 do not act; PPO keeps its entropy bonus), computed in closed form as the trai
 
 with 95% delete-one jackknife intervals over the K batches (``jackknife``).
 
-Methods: PPO, outcome GRPO, and GRPO with the two learned critics the chapter's controls use (a V(s)
-baseline, and GAE from V(s)), each trained for one seed to 500k env steps with the chapter's
-settings; the checkpoints are the evaluations at 100k, 300k and 500k. About 10 CPU-minutes, so the
-results are stored: ``python -m grpo.lander.noise`` (and ``make full``) writes
-``data/runs/06_lander/gradient_noise.json``, the chapter reads it, and ``tests/test_stored_lander.py``
-re-computes one batch gradient and checks it against the stored norm.
+Methods: PPO, outcome GRPO, and GRPO with the learned critics the chapter's controls use (a V(s)
+baseline, GAE from V(s), and GAE from a V(s) that fits target / 100, the ladder's critic that
+learns), each trained for one seed to 500k env steps with the chapter's settings; the checkpoints
+are the evaluations at 100k, 300k and 500k. About 10 CPU-minutes, so the results are stored:
+``python -m grpo.lander.noise`` (and ``make full``) writes ``data/runs/06_lander/gradient_noise.json``
+(``--methods`` re-measures some and keeps the rest), the chapter reads it, and
+``tests/test_lander_noise.py`` re-computes one batch gradient and checks it against the stored one.
 """
 from __future__ import annotations
 
@@ -48,6 +49,7 @@ METHODS = {
     "grpo": GRPOConfig(),
     "grpo_value": GRPOConfig(baseline="value"),
     "grpo_gae": GRPOConfig(baseline="gae"),
+    "grpo_gae_scaled": GRPOConfig(baseline="gae", value_scale=100.0),   # the critic that learns
 }
 CHECKPOINTS = (100_000, 300_000, 500_000)
 BATCHES = 8                      # K independent batches per checkpoint
@@ -174,10 +176,12 @@ def measure(method: str) -> dict:
     return out
 
 
-def run_study(workers: int = 2) -> dict:
-    """Every method, in ``workers`` spawned processes; JSON-ready."""
-    results = parallel_map(measure, list(METHODS), workers, desc="gradient noise")
-    return {"methods": {r["method"]: r for r in results},
+def run_study(workers: int = 2, methods=tuple(METHODS), kept: dict | None = None) -> dict:
+    """``methods`` (default all), in ``workers`` spawned processes, with ``kept``'s other methods
+    (a stored study's ``"methods"``); JSON-ready."""
+    results = parallel_map(measure, list(methods), workers, desc="gradient noise")
+    measured = {**(kept or {}), **{r["method"]: r for r in results}}
+    return {"methods": {m: measured[m] for m in METHODS if m in measured},
             "scale": {**SCALE, "seed": SEED, "checkpoints": list(CHECKPOINTS), "batches": BATCHES,
                       "interval": "delete-one jackknife, t on K - 1 dof"}}
 
@@ -192,9 +196,12 @@ def load_study(path: Path | None = None) -> dict:
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(prog="python -m grpo.lander.noise", description=__doc__.split("\n\n")[0])
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--methods", nargs="+", choices=list(METHODS), default=list(METHODS),
+                        help="re-measure these and keep the stored others")
     args = parser.parse_args(argv)
-    study = run_study(args.workers)
     path = stored_path()
+    kept = load_study(path)["methods"] if path.is_file() and args.methods != list(METHODS) else None
+    study = run_study(args.workers, tuple(args.methods), kept)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(study, indent=1, sort_keys=True) + "\n")
     print(f"wrote {path}")

@@ -442,7 +442,7 @@ def train_grpo(spec: RunSpec, progress=None) -> dict:
                 if cfg.measure_gradients and epoch == 0:
                     grads.append(pi.grad.copy())
                 opt.step()                     # gradient-norm clip, then Adam
-                if vf is not None:             # the control's critic, fitted to its targets on this minibatch
+                if vf is not None:             # the control's critic, fitted on this minibatch
                     v = vf.forward(b_critic_in[mb])[:, 0]
                     vf.backward((2 / len(mb) * (v - b_to_go[mb] / cfg.value_scale))[:, None])
                     critic_opt.step()

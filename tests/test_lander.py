@@ -1,5 +1,6 @@
 """Chapter 6: the LunarLander port (env determinism, advantages, loss signs, rollouts, bad input)."""
 import copy
+import dataclasses
 
 import numpy as np
 import pytest
@@ -540,7 +541,7 @@ def _reference_grpo(cfg, episodes, seed=5, swap_old_and_ref=False):
             if critic is None:
                 adv = np.repeat(L.outcome_advantages(ep.returns, cfg.group_size), ep.lengths)
             else:
-                adv = L.baseline_advantages(to_go.numpy(), critic(obs)[:, 0].numpy())
+                adv = L.baseline_advantages(to_go.numpy(), cfg.value_scale * critic(obs)[:, 0].numpy())
             logp_old = torch.log_softmax(actor(obs), -1).gather(1, act[:, None])[:, 0]
             logp_ref = torch.log_softmax(ref(obs), -1).gather(1, act[:, None])[:, 0]
         if swap_old_and_ref:
@@ -553,8 +554,8 @@ def _reference_grpo(cfg, episodes, seed=5, swap_old_and_ref=False):
             loss.backward()
             torch.nn.utils.clip_grad_norm_(actor.parameters(), cfg.max_grad_norm)
             opt.step()
-            if critic is not None:                             # V(s) fitted to G_t, its own Adam
-                value_loss = ((critic(obs)[:, 0] - to_go) ** 2).mean()
+            if critic is not None:               # V(s) fitted to G_t / value_scale, its own Adam
+                value_loss = ((critic(obs)[:, 0] - to_go / cfg.value_scale) ** 2).mean()
                 critic_opt.zero_grad()
                 value_loss.backward()
                 torch.nn.utils.clip_grad_norm_(critic.parameters(), cfg.max_grad_norm)
@@ -566,14 +567,15 @@ def _max_gap(a, b):
     return max(float((a[k] - b[k]).abs().max()) for k in a)
 
 
-@pytest.mark.parametrize("baseline", ["group", "value"])
-def test_two_grpo_iterations_match_an_autograd_reference_trainer(baseline, monkeypatch):
+@pytest.mark.parametrize("baseline, value_scale", [("group", 1.0), ("value", 1.0), ("value", 100.0)])
+def test_two_grpo_iterations_match_an_autograd_reference_trainer(baseline, value_scale, monkeypatch):
     """train_grpo's NumPy path (FlatMLP, grpo_loss_grad, mlp.Adam) lands on the weights that
     autograd and torch.optim.Adam reach on the same episodes. The second iteration has
     pi_old != pi_ref, so swapping them (a mis-wired trainer) lands elsewhere; for the V(s)
-    control, the second iteration's advantages come from the critic the first one trained."""
+    control, the second iteration's advantages come from the critic the first one trained (on
+    G_t / value_scale), so a trainer that ignored value_scale would land elsewhere too."""
     cfg = L.GRPOConfig(group_size=2, prompts=2, epochs=3, minibatch=10**6, ref_every=10,
-                       beta=0.5, baseline=baseline)
+                       beta=0.5, baseline=baseline, value_scale=value_scale)
     run, episodes = _two_iterations(L.GRPOConfig().algo if baseline == "group" else "grpo_value",
                                     cfg, monkeypatch)
     reference = _reference_grpo(cfg, episodes)
@@ -581,6 +583,9 @@ def test_two_grpo_iterations_match_an_autograd_reference_trainer(baseline, monke
     assert _max_gap(run["final_state"], reference) < 1e-6 < moved / 100
     swapped = _reference_grpo(cfg, episodes, swap_old_and_ref=True)
     assert _max_gap(swapped, reference) > 100 * _max_gap(run["final_state"], reference)
+    if value_scale != 1.0:
+        unscaled = _reference_grpo(dataclasses.replace(cfg, value_scale=1.0), episodes)
+        assert _max_gap(unscaled, reference) > 100 * _max_gap(run["final_state"], reference)
 
 
 def _reference_ppo(cfg, rollouts, seed=5, ent_sign=1.0):

@@ -1,7 +1,7 @@
 """Chapter 6's fifteen main runs, stored: PPO, outcome GRPO, the V(s) control, process GRPO and A2C,
 three seeds each.
 
-About 1,000 CPU-seconds, most of the chapter's time, and the same bits on every run (a run is seeded
+About 10 CPU-minutes, most of the chapter's time, and the same bits on every run (a run is seeded
 by its spec alone), so the chapter reads them: ``python -m grpo.lander.main_runs`` (or
 ``make full``) writes ``data/runs/06_lander/main/``:
 
@@ -65,8 +65,8 @@ def stored_dir() -> Path:
 
 
 def _plain(x):
-    """JSON-ready, exactly: NumPy scalars as Python numbers (float32 widened, which is exact),
-    tuples as lists; NaN stays NaN (Python's json reads it back)."""
+    """JSON-ready, exactly: NumPy scalars and arrays as Python numbers and lists, tuples as
+    lists; NaN stays NaN (Python's json reads it back)."""
     if isinstance(x, dict):
         return {k: _plain(v) for k, v in x.items()}
     if isinstance(x, (list, tuple)):

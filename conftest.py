@@ -20,7 +20,8 @@ def pytest_runtest_logreport(report):
 def pytest_terminal_summary(terminalreporter):
     browser = sys.modules.get("browser_site") or sys.modules.get("tests.browser_site")
     if browser is not None and browser.SUMMARY:
-        terminalreporter.write_sep("=", "browser test, per page (screenshots in _build/screenshots/)")
+        title = "browser test, per page (screenshots in _build/screenshots/)"
+        terminalreporter.write_sep("=", title)
         for line in browser.summary_lines():
             terminalreporter.write_line(line)
     if not _notebook_seconds:

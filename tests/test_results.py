@@ -46,3 +46,12 @@ def test_results_must_be_a_dict(tmp_path, monkeypatch):
     monkeypatch.setenv(results.ENV_VAR, str(tmp_path))
     with pytest.raises(TypeError):
         results.save_results("99_x", [1, 2])
+
+
+def test_mismatches_reports_nan_against_a_number_and_zero_against_nan():
+    from grpo.results import mismatches
+
+    assert mismatches(float("nan"), float("nan")) == []
+    assert mismatches([0.0], [float("nan")]) == ["[0]: 0.0 != nan"]
+    assert mismatches({"kl": float("nan")}, {"kl": 4.7e-5}) == ["kl: nan != 4.7e-05"]
+    assert mismatches(0.0, 1e-3) and not mismatches(1.0, 1.0 + 1e-12)

@@ -13,6 +13,8 @@ Modules (imports point down this list, never up):
     stats       paired lifts with confidence intervals
     checks      one way to check an argument (a ValueError naming it)
     pool        spawned worker processes, results in input order
+    files       atomic writes: a reader never sees half a file
+    machine     the machine's fingerprint, which ``make test`` prints first
     plots       the book's figure style, palette, floor drawings and animations
     display  showing lib source and computed tables in the chapters
     results  each chapter's headline figures in data/results/

@@ -36,15 +36,18 @@ def results_dir() -> Path:
                        f"lib/grpo); set {ENV_VAR} to the results directory")
 
 
-def _plain(value):
+def json_ready(value):
+    """``value`` as plain JSON types, exactly: NumPy scalars and arrays as Python numbers and lists,
+    tuples as lists, keys as strings (refusing keys that would collide); floats untouched, NaN
+    included."""
     if isinstance(value, dict):
         keys = [str(k) for k in value]
         if len(set(keys)) != len(keys):
             clash = sorted(k for k in set(keys) if keys.count(k) > 1)
             raise ValueError(f"keys that differ only in type would collide in JSON: {clash}")
-        return {str(k): _plain(v) for k, v in value.items()}
+        return {str(k): json_ready(v) for k, v in value.items()}
     if isinstance(value, (list, tuple, np.ndarray)):
-        return [_plain(v) for v in value]
+        return [json_ready(v) for v in value]
     if isinstance(value, np.generic):
         return value.item()
     return value
@@ -65,7 +68,7 @@ def save_results(name: str, results: dict) -> Path:
     if not isinstance(results, dict):
         raise TypeError(f"results must be a dict, got {type(results).__name__}")
     try:
-        text = json.dumps(_plain(results), indent=2, sort_keys=True, allow_nan=False)
+        text = json.dumps(json_ready(results), indent=2, sort_keys=True, allow_nan=False)
     except ValueError as err:
         raise ValueError(f"{name}: a result is NaN or inf ({err})") from None
     return write_text_atomically(results_dir() / f"{name}.json", text + "\n")
@@ -80,7 +83,7 @@ def load_results(name: str) -> dict:
 def mismatches(a, b, rtol: float = RTOL, atol: float = ATOL, where: str = "") -> list[str]:
     """Where ``a`` and ``b`` (JSON-like: dicts, lists, numbers, strings) are not the same result,
     as readable lines; empty when they are. Floats compare within ``rtol`` / ``atol``."""
-    a, b = _plain(a), _plain(b)
+    a, b = json_ready(a), json_ready(b)
     if isinstance(a, dict) and isinstance(b, dict):
         if set(a) != set(b):
             return [f"{where or 'top'}: keys {sorted(set(a) ^ set(b))} in one only"]
@@ -94,7 +97,9 @@ def mismatches(a, b, rtol: float = RTOL, atol: float = ATOL, where: str = "") ->
         if isinstance(a, int) and isinstance(b, int):
             return [] if a == b else [f"{where}: {a} != {b}"]
         x, y = float(a), float(b)
-        if (np.isnan(x) and np.isnan(y)) or x == y or abs(x - y) <= atol + rtol * max(abs(x), abs(y)):
+        if np.isnan(x) or np.isnan(y):
+            return [] if np.isnan(x) and np.isnan(y) else [f"{where}: {x!r} != {y!r}"]
+        if x == y or abs(x - y) <= atol + rtol * max(abs(x), abs(y)):
             return []
         return [f"{where}: {x!r} != {y!r} (relative difference {abs(x - y) / max(abs(x), abs(y)):.1e})"]
     return [] if a == b and type(a) is type(b) else [f"{where}: {a!r} != {b!r}"]

@@ -27,7 +27,7 @@ import torch
 
 from ..files import write_atomically, write_text_atomically
 from ..pool import parallel_map
-from ..results import results_dir
+from ..results import json_ready, results_dir
 from .trainers import A2C_CONFIG, ActorCriticConfig, GRPOConfig, RunSpec, train
 
 SEEDS = (0, 1, 2)
@@ -64,18 +64,6 @@ def stored_dir() -> Path:
     return results_dir().parent / "runs" / "06_lander" / "main"
 
 
-def _plain(x):
-    """JSON-ready, exactly: NumPy scalars and arrays as Python numbers and lists, tuples as
-    lists; NaN stays NaN (Python's json reads it back)."""
-    if isinstance(x, dict):
-        return {k: _plain(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_plain(v) for v in x]
-    if isinstance(x, np.ndarray):
-        return _plain(x.tolist())
-    return x.item() if isinstance(x, np.generic) else x
-
-
 def _json_text(payload: dict) -> str:
     """Compact JSON, one spec and one run a line (A2C's 12,500 iterations of logs are most of it)."""
     def lines(rows):
@@ -109,7 +97,7 @@ def store(results: list, run_specs: list, cpu_s: list, directory: Path | None = 
         records.append({**{k: v for k, v in run.items() if k not in DROPPED},
                         "snapshot_steps": [steps for steps, _ in snapshots],
                         "cpu_s": round(cpu, 1)})
-    payload = {"specs": [_spec_record(s) for s in run_specs], "runs": _plain(records)}
+    payload = {"specs": [_spec_record(s) for s in run_specs], "runs": json_ready(records)}
 
     def write_weights(tmp):
         with open(tmp, "wb") as f:    # a file object: savez would add ".npz" to a path
@@ -128,7 +116,7 @@ def load(run_specs: list | None = None, directory: Path | None = None) -> list:
     if not (directory / "runs.json").exists():
         raise FileNotFoundError(f"{directory} holds no stored runs: run `python -m grpo.lander.main_runs`")
     payload = json.loads((directory / "runs.json").read_text())
-    if payload["specs"] != _plain([_spec_record(s) for s in run_specs]):
+    if payload["specs"] != json_ready([_spec_record(s) for s in run_specs]):
         raise ValueError(f"run_specs must be the ones stored in {directory / 'runs.json'}: "
                          "re-run `python -m grpo.lander.main_runs` after changing them")
     with np.load(directory / "weights.npz") as npz:

@@ -1,0 +1,150 @@
+"""Chapter 7's answer-only control, stored: chapter 7's model trained from the same initialisation,
+with the same SFT budget, on final answers alone (``data.answer_only``).
+
+About 3 CPU-minutes, a quarter of chapter 7's time, and the same bits on every CPU (the model
+computes in float64), so the chapter reads it: ``python -m grpo.lm.answer_only`` (or ``make full``)
+writes
+
+    data/models/07_small_lm_answer_only.safetensors   the weights (float32, as every checkpoint)
+    data/runs/07_small_lm/answer_only.json           its config, SFT log and CPU seconds, and its
+                                                     outcomes on the test split, scored from the
+                                                     checkpoint as stored (``score``)
+
+``load(cfg)`` returns the model and the record, and refuses a record written for another config.
+``tests/test_lm_answer_only.py`` re-runs the first SFT steps against the stored log and re-scores
+test problems from the checkpoint.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+import torch
+
+from grpo.files import write_text_atomically
+from grpo.results import json_ready
+
+from .data import PROTOCOL, answer_only
+from .eval import completions, rewards
+from .model import GPT, load, save
+from .runs import RUNS_DIR, _bits, decode
+from .tokenizer import Tokenizer
+from .train import ANSWER_ONLY_CHECKPOINT, MODELS_DIR, SFT_CHECKPOINT, SFT_TOKENIZER, SFTConfig, sft
+
+# Chapter 7's SFT settings (the chapter checks that its own are these) and its initialisation seed.
+SFT = SFTConfig(steps=1000, batch_size=32, lr=3e-3, warmup=20, eval_every=200, eval_problems=200)
+INIT_SEED = 0
+MAX_NEW_TOKENS = 8  # "#### 24" and <eos> fit
+SAMPLES, TEMPERATURE, SAMPLE_SEED = 8, 0.7, 0
+
+
+def stored_path() -> Path:
+    return RUNS_DIR / "07_small_lm" / "answer_only.json"
+
+
+def splits() -> tuple[list, list]:
+    """Chapter 7's split, each solution cut to its final answer."""
+    train, test = PROTOCOL.splits()
+    return answer_only(train), answer_only(test)
+
+
+def train_model(cfg: SFTConfig = SFT, models_dir: Path = MODELS_DIR):
+    """``(model, tok, history)``: a fresh model of chapter 7's shape (seeded ``INIT_SEED``), trained
+    with ``sft`` on the answer-only split, with chapter 7's tokenizer."""
+    tok = Tokenizer.load(Path(models_dir) / SFT_TOKENIZER)
+    shape = load(Path(models_dir) / SFT_CHECKPOINT).cfg
+    train, test = splits()
+    torch.manual_seed(INIT_SEED)
+    model = GPT(shape)
+    return model, tok, sft(model, tok, train, test, cfg)
+
+
+def score(model, tok, problems) -> dict:
+    """Greedy and sampled (``SAMPLES`` at ``TEMPERATURE``, a generator seeded ``SAMPLE_SEED``)
+    verifier rewards, as chapter 7 scores the control: ``{"greedy": (P,), "sampled": (P, n)}``."""
+    greedy_texts = completions(model, tok, problems, max_new_tokens=MAX_NEW_TOKENS)
+    greedy = rewards(problems, greedy_texts)[:, 0]
+    texts = completions(
+        model,
+        tok,
+        problems,
+        n=SAMPLES,
+        temperature=TEMPERATURE,
+        generator=torch.Generator().manual_seed(SAMPLE_SEED),
+        max_new_tokens=MAX_NEW_TOKENS,
+    )
+    return {"greedy": greedy, "sampled": rewards(problems, texts)}
+
+
+def run_and_store(
+    cfg: SFTConfig = SFT, models_dir: Path = MODELS_DIR, path: Path | None = None
+) -> Path:
+    """Train, write the checkpoint, score it as stored on the test split, write the record."""
+    torch.set_num_threads(1)
+    cpu0 = time.process_time()
+    model, tok, history = train_model(cfg, models_dir)
+    save(model, Path(models_dir) / ANSWER_ONLY_CHECKPOINT)
+    stored = load(Path(models_dir) / ANSWER_ONLY_CHECKPOINT)
+    s = score(stored, tok, splits()[1])
+    record = {
+        "config": json_ready(asdict(cfg)),
+        "init_seed": INIT_SEED,
+        "history": json_ready(history),
+        "test": {"greedy": _bits(s["greedy"]), "sampled": _bits(s["sampled"]), "samples": SAMPLES},
+        "cpu_s": round(time.process_time() - cpu0, 1),
+    }
+    path = Path(path or stored_path())
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_text_atomically(path, json.dumps(record, indent=1) + "\n")
+    return path
+
+
+def load_record(cfg: SFTConfig = SFT, path: Path | None = None) -> dict:
+    """The stored record, with its test outcomes as 0/1 arrays; ``cfg`` must be the stored one."""
+    path = Path(path or stored_path())
+    if not path.exists():
+        raise FileNotFoundError(
+            f"no stored answer-only control at {path}: run `python -m grpo.lm.answer_only`"
+        )
+    record = json.loads(path.read_text())
+    if record["config"] != json_ready(asdict(cfg)):
+        raise ValueError(
+            f"cfg must be the config stored in {path}: re-run `python -m grpo.lm.answer_only` "
+            "after changing it"
+        )
+    t = record["test"]
+    record["test"] = {"greedy": decode(t["greedy"]), "sampled": decode(t["sampled"], t["samples"])}
+    return record
+
+
+def load_model(cfg: SFTConfig = SFT, models_dir: Path = MODELS_DIR):
+    """``(model, record)``: the stored checkpoint (computing in float64), ``load_record(cfg)``."""
+    record = load_record(cfg)
+    return load(Path(models_dir) / ANSWER_ONLY_CHECKPOINT), record
+
+
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(
+        prog="python -m grpo.lm.answer_only", description=__doc__.splitlines()[0]
+    )
+    p.parse_args(argv)
+    print(f"wrote {run_and_store()}")
+
+
+__all__ = [
+    "SFT",
+    "INIT_SEED",
+    "splits",
+    "train_model",
+    "score",
+    "run_and_store",
+    "load_record",
+    "load_model",
+]
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,213 @@
+"""Chapter 8's main runs, stored: GRPO from chapter 7's checkpoint (two seeds), the continued-SFT
+control at one GRPO run's CPU, and the checkpoint's own evaluation (a run of zero iterations).
+
+About 25 CPU-minutes, most of the chapter's time, and the same bits on every run and every CPU (a
+job is seeded by its config alone, and the small model computes in float64), so the chapter reads
+them: ``python -m grpo.lm.main_runs`` (or ``make full``) writes ``data/runs/08_grpo_math/main/``:
+
+    runs.json                 each job's config and result as ``rl.run_all`` returns it: logs and
+                              evaluations in full precision, per-problem outcomes as 0/1 strings,
+                              and each job's CPU seconds
+    grpo_seed0.safetensors    the first main run's final weights (float64, exactly as trained),
+                              which the chapter's before-and-after examples decode from
+
+``load`` rebuilds what ``rl.run_all(jobs())`` returns, and refuses a file written for other jobs.
+``tests/test_lm_main_runs.py`` re-runs each GRPO seed's first iterations and the control's first
+SFT steps against the stored logs, and re-scores held-out problems from the stored weights.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from dataclasses import asdict, replace
+from pathlib import Path
+
+import numpy as np
+from safetensors.torch import load_file, save_file
+
+from grpo.files import write_atomically, write_text_atomically
+from grpo.results import json_ready
+
+from .rl import RunConfig, _job
+from .runs import HELD_OUT, RUNS_DIR, _bits, decode
+from .train import SFTConfig
+
+MAIN = RunConfig(
+    iterations=40,
+    prompts=32,
+    G=8,
+    lr=5e-5,
+    temperature=0.7,
+    beta=0.04,
+    eval_every=20,
+    eval_at_start=False,
+    final_samples=8,
+    held_out=HELD_OUT,
+)
+SEEDS = (0, 1)
+# One GRPO run's CPU in SFT steps, from make bench when the runs were stored
+# (data/bench/08_grpo_loop.json, 2026-12-03): 40 iterations x 7.430 CPU-s / 0.5331 CPU-s a step.
+SFT_BASIS = {"iteration_cpu_s": 7.430, "sft_step_cpu_s": 0.5331}
+SFT_STEPS = round(MAIN.iterations * SFT_BASIS["iteration_cpu_s"] / SFT_BASIS["sft_step_cpu_s"])
+# Chapter 7's SFT loop, on a fresh cosine schedule from a tenth of its peak lr, another data order.
+CONTINUED_SFT = SFTConfig(
+    steps=SFT_STEPS,
+    batch_size=32,
+    lr=3e-4,
+    warmup=20,
+    eval_every=SFT_STEPS,
+    eval_problems=200,
+    seed=1,
+)
+# Zero iterations: chapter 7's checkpoint evaluated (and sampled 8 times a problem for pass@k).
+BASELINE = replace(MAIN, iterations=0, eval_at_start=True, held_out=0)
+WORKERS = 3  # three processes on two cores: the three long jobs run side by side
+WEIGHTS = "grpo_seed0.safetensors"
+
+
+def jobs() -> list:
+    """The stored jobs, longest first: GRPO seed by seed, the continued SFT, the baseline."""
+    return [replace(MAIN, seed=s) for s in SEEDS] + [CONTINUED_SFT, BASELINE]
+
+
+def stored_dir() -> Path:
+    return RUNS_DIR / "08_grpo_math" / "main"
+
+
+def _job_record(cfg) -> dict:
+    return {"kind": type(cfg).__name__, **json_ready(asdict(cfg))}
+
+
+def _outcomes_record(o: dict) -> dict:
+    return {
+        "greedy": _bits(o["greedy"]),
+        "sampled": _bits(o["sampled"]),
+        "samples": o["sampled"].shape[1],
+    }
+
+
+def _outcomes_array(r: dict) -> dict:
+    return {"greedy": decode(r["greedy"]), "sampled": decode(r["sampled"], r["samples"])}
+
+
+def _record(result: dict) -> dict:
+    out = {
+        k: json_ready(v)
+        for k, v in result.items()
+        if k not in ("state", "held_out", "final_correct")
+    }
+    if "held_out" in result:
+        out["held_out"] = _outcomes_record(result["held_out"])
+    if "final_correct" in result:
+        fc = np.asarray(result["final_correct"])
+        out["final_correct"] = {"bits": _bits(fc), "samples": fc.shape[1]}
+    return out
+
+
+def _result(record: dict) -> dict:
+    out = {k: v for k, v in record.items() if k not in ("held_out", "final_correct", "cpu_s")}
+    if "held_out" in record:
+        out["held_out"] = _outcomes_array(record["held_out"])
+    if "final_correct" in record:
+        out["final_correct"] = decode(
+            record["final_correct"]["bits"], record["final_correct"]["samples"]
+        )
+    return out
+
+
+def store(results: list, stored_jobs: list, cpu_s: list, directory: Path | None = None) -> Path:
+    """Write ``results`` (``run_all(stored_jobs)``'s), each job's CPU seconds, and the first GRPO
+    run's final weights."""
+    if len(results) != len(stored_jobs) or len(cpu_s) != len(stored_jobs):
+        raise ValueError(
+            f"results, stored_jobs and cpu_s must have one entry per job, got "
+            f"{len(results)}, {len(stored_jobs)} and {len(cpu_s)}"
+        )
+    if not isinstance(stored_jobs[0], RunConfig) or "state" not in results[0]:
+        raise ValueError("stored_jobs[0] must be a GRPO run (a RunConfig) whose weights are stored")
+    directory = Path(directory or stored_dir())
+    directory.mkdir(parents=True, exist_ok=True)
+    state = {k: v.detach().contiguous() for k, v in results[0]["state"].items()}
+    write_atomically(directory / WEIGHTS, lambda tmp: save_file(state, str(tmp)))
+    runs = [{**_record(r), "cpu_s": round(c, 1)} for r, c in zip(results, cpu_s)]
+    text = (
+        '{"jobs": [\n'
+        + ",\n".join(json.dumps(_job_record(j)) for j in stored_jobs)
+        + '],\n"runs": [\n'
+        + ",\n".join(json.dumps(r, separators=(",", ":")) for r in runs)
+        + "]}\n"
+    )
+    write_text_atomically(directory / "runs.json", text)
+    return directory
+
+
+def load(stored_jobs: list | None = None, directory: Path | None = None) -> list:
+    """The stored results, as ``run_all(stored_jobs)`` returns them (outcomes as 0/1 float arrays;
+    the first run's ``state`` as float64 tensors); ``stored_jobs`` defaults to ``jobs()`` and must
+    be the ones the file was written for."""
+    stored_jobs = jobs() if stored_jobs is None else list(stored_jobs)
+    directory = Path(directory or stored_dir())
+    if not (directory / "runs.json").exists():
+        raise FileNotFoundError(
+            f"{directory} holds no stored runs: run `python -m grpo.lm.main_runs`"
+        )
+    payload = json.loads((directory / "runs.json").read_text())
+    if payload["jobs"] != [_job_record(j) for j in stored_jobs]:
+        raise ValueError(
+            f"stored_jobs must be the ones stored in {directory / 'runs.json'}: "
+            "re-run `python -m grpo.lm.main_runs` after changing them"
+        )
+    results = [_result(r) for r in payload["runs"]]
+    results[0]["state"] = load_file(str(directory / WEIGHTS))
+    return results
+
+
+def cpu_seconds(directory: Path | None = None) -> list[float]:
+    """Each stored job's CPU seconds, in job order."""
+    directory = Path(directory or stored_dir())
+    return [r["cpu_s"] for r in json.loads((directory / "runs.json").read_text())["runs"]]
+
+
+def _timed(job) -> tuple:
+    cpu0 = time.process_time()
+    result = _job(job)
+    return result, time.process_time() - cpu0
+
+
+def run_and_store(
+    stored_jobs: list | None = None, workers: int = WORKERS, directory: Path | None = None
+) -> Path:
+    """Run ``stored_jobs`` (default ``jobs()``) in ``workers`` processes, as the chapter's
+    ``rl.run_all`` would (the SFT control scored on ``HELD_OUT`` problems), and store them."""
+    from grpo.pool import parallel_map
+
+    stored_jobs = jobs() if stored_jobs is None else list(stored_jobs)
+    done = parallel_map(_timed, [(j, HELD_OUT) for j in stored_jobs], workers, desc="08 main runs")
+    return store([r for r, _ in done], stored_jobs, [c for _, c in done], directory)
+
+
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(
+        prog="python -m grpo.lm.main_runs", description=__doc__.splitlines()[0]
+    )
+    p.add_argument("--workers", type=int, default=WORKERS)
+    args = p.parse_args(argv)
+    print(f"wrote {run_and_store(workers=args.workers)}")
+
+
+__all__ = [
+    "MAIN",
+    "SEEDS",
+    "CONTINUED_SFT",
+    "BASELINE",
+    "jobs",
+    "load",
+    "store",
+    "run_and_store",
+    "cpu_seconds",
+]
+
+if __name__ == "__main__":
+    main()

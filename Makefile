@@ -20,7 +20,7 @@ help:
 	@echo "make lab      open the chapters in JupyterLab"
 	@echo "make execute  re-run every chapter in place (after a change)"
 	@echo "make bench    time the experiments (bench/)"
-	@echo "make full     re-run chapters 6, 8, 10 and 11's stored long runs into data/runs/ (CPU-hours)"
+	@echo "make full     re-run chapters 6-8, 10 and 11's stored long runs into data/runs/ (CPU-hours)"
 
 $(STAMP): requirements.txt pyproject.toml
 	@python3 -c 'import sys; sys.exit(sys.version_info < (3, 10))' || \
@@ -85,12 +85,13 @@ execute: $(STAMP)
 bench: $(STAMP)
 	@for f in bench/*.py; do echo "== $$f"; $(BIN)/python $$f; done
 
-# Chapters 6, 8, 10 and 11's runs too long for nbval, stored in data/runs/ (tests/test_stored_runs.py,
-# tests/test_lm_main_runs.py, tests/test_pretrained_runs.py, tests/test_lander_main_runs.py,
-# tests/test_stored_lander.py and tests/test_lander_noise.py replay them).
+# Chapters 6, 7, 8, 10 and 11's runs too long for nbval, stored in data/runs/ (replayed by
+# tests/test_stored_runs.py, test_lm_main_runs.py, test_lm_answer_only.py, test_pretrained_runs.py,
+# test_lander_main_runs.py, test_stored_lander.py and test_lander_noise.py).
 full: $(STAMP)
 	$(BIN)/python -m grpo.lm.runs --all --workers 2
 	$(BIN)/python -m grpo.lm.main_runs
+	$(BIN)/python -m grpo.lm.answer_only
 	$(BIN)/python -m grpo.lm.pretrained --all --workers 2
 	$(BIN)/python -m grpo.lander.main_runs --workers 2
 	$(BIN)/python -m grpo.lander.studies --workers 2

@@ -19,7 +19,8 @@ Modules (imports point down this list, never up):
     display  showing lib source and computed tables in the chapters
     results  each chapter's headline figures in data/results/
     live     slider panels for chapters 2-4 (Jupyter) and their static grid figures (the book)
-    reproduction  published figures (data/published.json) against the registry: the report's verdicts
+    reproduction  published figures (data/published.json) against the registry: the report's
+    verdicts
     colab    the chapters' first cell: installs the lib when a notebook runs outside the repo
 """
 __version__ = "0.1.0"

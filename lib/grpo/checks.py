@@ -79,7 +79,8 @@ def integer(name: str, value, minimum: int | None = None, maximum: int | None = 
 
 def boolean(name: str, value) -> bool:
     """``True`` or ``False`` (NumPy bools too); strings and numbers are refused."""
-    if isinstance(value, bool) or (hasattr(value, "dtype") and getattr(value.dtype, "kind", "") == "b"
+    if isinstance(value,
+                  bool) or (hasattr(value, "dtype") and getattr(value.dtype, "kind", "") == "b"
                                    and getattr(value, "ndim", 1) == 0):
         return bool(value)
     raise ValueError(f"{name} must be True or False, got {_shown(value)}")

@@ -57,7 +57,8 @@ def first_cell(repo_url: str, branch: str = "main") -> str:
         raise ValueError(f"branch must be a plain git branch name, got {branch!r}")
     # double-quoted literals, as ruff format writes them (the chapters are formatted with it)
     return FIRST_CELL.format(
-        repo=json.dumps(repo_url.rstrip("/")), branch=json.dumps(branch), clone=json.dumps(CLONE_DIR)
+        repo=json.dumps(repo_url.rstrip("/")), branch=json.dumps(branch),
+                             clone=json.dumps(CLONE_DIR)
     )
 
 

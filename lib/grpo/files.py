@@ -13,7 +13,8 @@ from pathlib import Path
 
 
 def write_atomically(path, write) -> Path:
-    """Call ``write(tmp)`` with a temporary path in ``path``'s folder, then rename it to ``path``."""
+    """Call ``write(tmp)`` with a temporary path in
+    ``path``'s folder, then rename it to ``path``."""
     if not callable(write):
         raise ValueError(f"write must be a callable taking a path, got {write!r}")
     path = Path(path)
@@ -28,8 +29,8 @@ def write_atomically(path, write) -> Path:
 
 
 def write_text_atomically(path, text: str) -> Path:
-    """``Path(path).write_text(text)`` (UTF-8), atomically; a file already holding ``text`` is left as
-    it is, so a re-run that computes the same result does not touch it."""
+    """``Path(path).write_text(text)`` (UTF-8), atomically; a file already holding ``text`` is left
+    as it is, so a re-run that computes the same result does not touch it."""
     if not isinstance(text, str):
         raise ValueError(f"text must be a str, got {type(text).__name__}")
     path = Path(path)

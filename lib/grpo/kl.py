@@ -43,7 +43,8 @@ def _is_tensor(x) -> bool:
 
 
 def _as_pair(logp, logp_ref):
-    """Validate a (logp, logp_ref) pair; return them as two arrays or two tensors, and the backend."""
+    """Validate a (logp, logp_ref) pair; return them as
+    two arrays or two tensors, and the backend."""
     if _is_tensor(logp) != _is_tensor(logp_ref):
         raise ValueError("logp and logp_ref must both be NumPy arrays or both be torch tensors, "
                          f"got {type(logp).__name__} and {type(logp_ref).__name__}")

@@ -87,7 +87,8 @@ def channels(floor: np.ndarray) -> list[tuple[int, int]]:
 
 
 def sensors(floor: np.ndarray, pos: int) -> np.ndarray:
-    """The bot's 4 readings on tile ``pos``: lava at pos+1, pos+2, pos+3 (past 39 reads safe), 1.0."""
+    """The bot's 4 readings on tile ``pos``: lava at
+    pos+1, pos+2, pos+3 (past 39 reads safe), 1.0."""
     floor = check_floor(floor)
     if isinstance(pos, bool) or not isinstance(pos, (int, np.integer)):
         raise TypeError(f"pos must be an integer tile, got {pos!r}")

@@ -4,8 +4,9 @@ grid of curves that stands beside it in the book.
 A training run on the toy takes a fraction of a second, so a panel can re-run the chapter's
 protocol (``algos.run_seeds``) on every change and redraw the test-score curve against the
 ceiling. The static book cannot run callbacks: there ``grid_figure`` draws the same curves for a
-few precomputed values of one knob. In a chapter, the widget cell carries the ``nbval-ignore-output`` tag
-and prints no result; the grid figure beside it is an ordinary, checked output.
+few precomputed values of one knob. In a chapter, the widget cell carries the
+``nbval-ignore-output`` tag and prints no result; the grid figure beside it is an ordinary, checked
+output.
 
     from grpo import live
     live.panel("GRPO")                                     # Jupyter only
@@ -93,9 +94,9 @@ def grid_figure(algo: str, knob: str, values, seeds=(0, 1, 2), updates: int = 30
     fig, ax = plt.subplots(figsize=(7.5, 3.6))
     for value, shade in zip(values, _shades(COLORS.get(algo, "#333333"), len(values))):
         runs = train_curves(algo, seeds, updates, **{**fixed, knob: value})
+        shown = value if isinstance(value, (str, bool)) else format(value, "g")
         ax.plot(runs.eval_updates, runs.curves.mean(axis=0), color=shade, lw=1.8,
-                label=f"{knob} = {value if isinstance(value, (str, bool)) else format(value, 'g')}: "
-                      f"final {runs.final_scores.mean():.3f}")
+                label=f"{knob} = {shown}: final {runs.final_scores.mean():.3f}")
     reference_lines(ax)
     ax.set_xlabel("update")
     ax.set_ylabel("exact test score (200 floors)")
@@ -122,8 +123,8 @@ def panel(algo: str, seeds=(0, 1, 2), updates: int = 300, choices: dict | None =
     """An ipywidgets panel for ``algo``: sliders for its knobs, re-training on every change.
 
     ``choices`` maps a config field to its options, one dropdown each (default
-    ``DEFAULT_CHOICES[algo]``: GRPO's ``averaging``, PPO's ``adv_norm``). Returns the widget (show it
-    as a cell's last expression). Each change re-runs the protocol on ``seeds`` and redraws the
+    ``DEFAULT_CHOICES[algo]``: GRPO's ``averaging``, PPO's ``adv_norm``). Returns the widget (show
+    it as a cell's last expression). Each change re-runs the protocol on ``seeds`` and redraws the
     seed-mean curve, with the lowest-to-highest band, against the ceiling.
     """
     import ipywidgets as widgets

@@ -3,9 +3,9 @@
 On minibatches of 64 rows through an 8 -> 64 -> 64 -> 4 MLP, autograd's per-operation overhead is
 most of the cost (``bench/bench_lander_update.py`` times one PPO minibatch step both ways and writes
 the figures to data/bench/06_lander_update.json). The networks stay torch modules
-(orthogonal init, ``state_dict``, inference in ``grpo.lander.policy_logits``): ``FlatMLP`` points their
-parameters at one flat float64 array, so every in-place update below is what the module computes
-with. The tests check ``backward`` and ``Adam`` against autograd and ``torch.optim.Adam``.
+(orthogonal init, ``state_dict``, inference in ``grpo.lander.policy_logits``): ``FlatMLP`` points
+their parameters at one flat float64 array, so every in-place update below is what the module
+computes with. The tests check ``backward`` and ``Adam`` against autograd and ``torch.optim.Adam``.
 """
 from __future__ import annotations
 
@@ -36,7 +36,8 @@ class FlatMLP:
         self._cache = None
 
     def forward(self, x: np.ndarray) -> np.ndarray:
-        """Outputs for a (B, in) batch (float64, as the weights); keeps the activations for ``backward``."""
+        """Outputs for a (B, in) batch (float64, as the
+        weights); keeps the activations for ``backward``."""
         w1, b1, w2, b2, w3, b3 = self.params
         h1 = np.tanh(x @ w1.T + b1)
         h2 = np.tanh(h1 @ w2.T + b2)
@@ -67,8 +68,8 @@ def _views(buffer: np.ndarray, params) -> list:
 
 
 class Adam:
-    """``clip_grad_norm_`` over all the nets' gradients jointly, then ``torch.optim.Adam`` (no weight
-    decay), in NumPy on each ``FlatMLP``'s flat arrays, in place."""
+    """``clip_grad_norm_`` over all the nets' gradients jointly, then ``torch.optim.Adam`` (no
+    weight decay), in NumPy on each ``FlatMLP``'s flat arrays, in place."""
 
     def __init__(self, nets, lr: float, eps: float = 1e-8, max_grad_norm: float = float("inf"),
                  betas=(0.9, 0.999)):

@@ -126,7 +126,8 @@ def _policy_color(label: str) -> str:
 
 
 def before_after_runs(floor, policies, G: int = 8, seed: int = 0):
-    """One panel per policy, one above the other: its G runs of ``floor`` stacked; returns the Figure.
+    """One panel per policy, one above the other: its G runs of ``floor`` stacked; returns the
+    Figure.
 
     ``policies`` maps a label (e.g. "untrained", "GRPO, trained") to a weight matrix W (4, 2) or a
     LEAP table (8,). Every policy plays with the same generator seed, so the panels differ only by

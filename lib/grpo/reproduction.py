@@ -32,7 +32,8 @@ from pathlib import Path
 
 from .results import results_dir
 
-NOISE_KINDS = ("exact", "rounding", "band", "seed_range", "seeds", "floor_set", "trained", "context")
+NOISE_KINDS = ("exact", "rounding", "band", "seed_range", "seeds", "floor_set", "trained",
+               "context")
 MEASURED_BY_CALLER = ("floor_set", "trained")
 
 
@@ -89,7 +90,8 @@ def _check_ref(ref):
 
 
 def registry_value(ref: str, folder: str | Path | None = None):
-    """The value at 'NN_name:key.subkey' in the results registry, or NOT_RUN if the file is absent."""
+    """The value at 'NN_name:key.subkey' in the results
+    registry, or NOT_RUN if the file is absent."""
     _check_ref(ref)
     name, key = ref.split(":")
     path = Path(folder or results_dir()) / f"{name}.json"
@@ -144,12 +146,14 @@ def judge(fig: dict, sigma: float | None = None, folder: str | Path | None = Non
         var = sum((v - mean) ** 2 for v in per_seed) / (n - 1)
         sigma = math.sqrt(var * (1 / n + 1 / m))
     elif sigma is None or not (math.isfinite(sigma) and sigma >= 0):
-        raise ValueError(f"figure {fig['figure']!r} ({kind}) needs its measured sigma, got {sigma!r}")
+        raise ValueError(f"figure {fig['figure']!r} ({kind}) needs its measured sigma, got "
+                         f"{sigma!r}")
     return Verdict(ours, diff, float(sigma), abs(diff) <= 2 * sigma)
 
 
 def fmt(x, unit: float, extra: int = 0) -> str:
-    """``x`` at the precision of ``unit`` (plus ``extra`` digits); ranges as 'lo–hi' or 'below hi'."""
+    """``x`` at the precision of ``unit`` (plus ``extra``
+    digits); ranges as 'lo–hi' or 'below hi'."""
     if isinstance(x, list):
         lo, hi = x
         if lo is None:

@@ -87,7 +87,8 @@ def mismatches(a, b, rtol: float = RTOL, atol: float = ATOL, where: str = "") ->
     if isinstance(a, dict) and isinstance(b, dict):
         if set(a) != set(b):
             return [f"{where or 'top'}: keys {sorted(set(a) ^ set(b))} in one only"]
-        return [m for k in a for m in mismatches(a[k], b[k], rtol, atol, f"{where}.{k}" if where else k)]
+        return [m for k in a for m in mismatches(a[k], b[k], rtol, atol,
+                                                 f"{where}.{k}" if where else k)]
     if isinstance(a, list) and isinstance(b, list):
         if len(a) != len(b):
             return [f"{where}: {len(a)} items vs {len(b)}"]
@@ -101,5 +102,6 @@ def mismatches(a, b, rtol: float = RTOL, atol: float = ATOL, where: str = "") ->
             return [] if np.isnan(x) and np.isnan(y) else [f"{where}: {x!r} != {y!r}"]
         if x == y or abs(x - y) <= atol + rtol * max(abs(x), abs(y)):
             return []
-        return [f"{where}: {x!r} != {y!r} (relative difference {abs(x - y) / max(abs(x), abs(y)):.1e})"]
+        return [f"{where}: {x!r} != {y!r} (relative difference "
+                f"{abs(x - y) / max(abs(x), abs(y)):.1e})"]
     return [] if a == b and type(a) is type(b) else [f"{where}: {a!r} != {b!r}"]

@@ -17,8 +17,9 @@ points with a 95% interval:
   overlap (each seed's lift carries some problem noise), which makes the interval conservative:
   ``tests/test_stats.py`` shows by simulation that it covers at least 95% at S = 2, 3 and 5.
 
-A ``before`` of shape ``(problems,)`` is shared by every seed (one start, several GRPO seeds); one of
-shape ``(seeds, problems)`` pairs row s with row s (e.g. an ablation against the reference recipe).
+A ``before`` of shape ``(problems,)`` is shared by every seed (one start, several GRPO seeds); one
+of shape ``(seeds, problems)`` pairs row s with row s (e.g. an ablation against the reference
+recipe).
 
 ``over_seeds(values)`` is the plain case, one number per seed (chapter 6's returns, or their paired
 differences seed by seed): the mean with a t-interval on S - 1 degrees of freedom.
@@ -207,9 +208,10 @@ def lift_gap(before, after, in_a, in_b, n_boot: int = 4000, seed: int = 0) -> Li
     the gap. ``per_seed`` holds each seed's gap."""
     b, a = _outcomes(before, "before"), _outcomes(after, "after")
     in_a, in_b = np.asarray(in_a, dtype=bool), np.asarray(in_b, dtype=bool)
-    if in_a.shape != (a.shape[1],) or in_b.shape != (a.shape[1],) or in_a.sum() < 2 or in_b.sum() < 2:
-        raise ValueError(f"in_a and in_b must be boolean masks over the {a.shape[1]} problems, each with at "
-                         f"least 2 problems")
+    if in_a.shape != (a.shape[1],) or in_b.shape != (a.shape[1],
+                                                     ) or in_a.sum() < 2 or in_b.sum() < 2:
+        raise ValueError(f"in_a and in_b must be boolean masks over the {a.shape[1]} problems, "
+                         f"each with at least 2 problems")
     d = 100.0 * (a - b)
     S = d.shape[0]
     rng = np.random.default_rng(seed)
@@ -222,7 +224,8 @@ def lift_gap(before, after, in_a, in_b, n_boot: int = 4000, seed: int = 0) -> Li
     problem_half = float(hi - lo) / 2
     seed_half = t975(S - 1) * float(per_seed.std(ddof=1)) / math.sqrt(S) if S > 1 else 0.0
     half = math.hypot(problem_half, seed_half)
-    return Lift(points=gap, ci95=(gap - half, gap + half), per_seed=tuple(float(v) for v in per_seed),
+    return Lift(points=gap, ci95=(gap - half, gap + half),
+                per_seed=tuple(float(v) for v in per_seed),
                 per_seed_ci95=(), problems=int(in_a.sum() + in_b.sum()), seeds=S,
                 problem_half=problem_half, seed_half=seed_half)
 
@@ -264,7 +267,8 @@ def holm(p_values) -> np.ndarray:
     the k-th smallest p times (m - k + 1), made monotone, capped at 1."""
     p = np.asarray(p_values, dtype=float)
     if p.ndim != 1 or len(p) == 0 or not np.isfinite(p).all() or p.min() < 0 or p.max() > 1:
-        raise ValueError(f"p_values must be a non-empty 1-D array of numbers in [0, 1], got {p_values!r:.80}")
+        raise ValueError("p_values must be a non-empty 1-D array of numbers in [0, 1], got "
+                         f"{p_values!r:.80}")
     m = len(p)
     order = np.argsort(p, kind="stable")
     adjusted = np.minimum(1.0, np.maximum.accumulate((m - np.arange(m)) * p[order]))

@@ -1,4 +1,5 @@
-"""The clipped surrogate in torch: the per-step objective that PPO and GRPO share (chapters 6 and 8).
+"""The clipped surrogate in torch: the per-step objective that PPO and GRPO share (chapters 6 and
+8).
 
 The toy chapters ascend the same objective in closed form with NumPy (``grpo.algos.clipped_update``,
 whose ``clip_mask`` marks the same steps as ``clipped`` here). With a neural policy the objective is
@@ -31,7 +32,8 @@ def _check_surrogate_args(logp, logp_old, adv, eps_low, eps_high):
             shape = torch.broadcast_shapes(adv.shape, logp.shape)
         except RuntimeError:
             shape = None
-        if shape != logp.shape:            # e.g. logp (3,) with adv (3, 1) would give a (3, 3) outer product
+        # e.g. logp (3,) with adv (3, 1) would give a (3, 3) outer product
+        if shape != logp.shape:
             raise ValueError(f"adv of shape {tuple(adv.shape)} does not broadcast to logp's "
                              f"{tuple(logp.shape)}")
     checks.non_negative("eps_low", eps_low)

@@ -1,38 +1,43 @@
 """GRPO ported to Gymnasium's LunarLander-v3, beside PPO and A2C (chapter 6).
 
 The port, as in the published study: a *prompt* is a reset seed (it fixes the terrain and the first
-push), a *group* is G complete episodes flown from that seed with actions sampled from pi_old, and an
-episode's *answer score* is its undiscounted return. PPO and A2C share one actor-critic trainer with
-GAE; GRPO is PPO minus the critic.
+push), a *group* is G complete episodes flown from that seed with actions sampled from pi_old, and
+an episode's *answer score* is its undiscounted return. PPO and A2C share one actor-critic trainer
+with GAE; GRPO is PPO minus the critic.
 
 Modules (everything is re-exported here, so ``from grpo import lander; lander.train(...)`` works):
     env         the environment, the networks, rollouts (``play_episodes``, ``StepCollector``),
                 episode outcomes, held-out evaluation (``Evaluator``) and ``fly`` for animations
     objectives  outcome and process advantages, the controls' baselines, GAE, ``grpo_loss`` and the
                 closed-form gradients ``grpo_loss_grad`` / ``ppo_loss_grad``
-    trainers    the configs, ``RunSpec``, ``train_actor_critic``, ``train_grpo``, ``train``, ``run_all``
+    trainers    the configs, ``RunSpec``, ``train_actor_critic``, ``train_grpo``, ``train``,
+    ``run_all``
     report      ``summarize``: one algorithm's per-seed runs as a registry entry
-    main_runs   the chapter's fifteen runs, stored with their weights (``python -m grpo.lander.main_runs``)
-    studies     the stored credit-assignment ladder and ablations (``python -m grpo.lander.studies``)
+    main_runs   the chapter's fifteen runs, stored with their weights (``python -m
+    grpo.lander.main_runs``)
+    studies     the stored credit-assignment ladder and ablations (``python -m
+    grpo.lander.studies``)
     noise       the stored gradient-noise study: K independent batches at frozen checkpoints
                 (``python -m grpo.lander.noise``)
     __main__    ``python -m grpo.lander --help``: the full published scale with a progress bar
 """
 # ruff: noqa: F401  (re-exported: chapter 6, the tests and the benches use ``lander.<name>``)
-from .env import (ENV_ID, MAIN_ENGINE, N_ACTIONS, NO_ENGINE, OBS_DIM, SLEEP_STEPS, SOLVED, TEST_SEED0,
-                  TIME_LIMIT, TRAIN_SEEDS, VAL_SEED0, MLP,
-                  Episodes, Evaluator, Steps, StepCollector, check_obs, entropy_of, episode_outcomes, fly,
+from .env import (ENV_ID, MAIN_ENGINE, N_ACTIONS, NO_ENGINE, OBS_DIM, SLEEP_STEPS, SOLVED,
+                  TEST_SEED0, TIME_LIMIT, TRAIN_SEEDS, VAL_SEED0, MLP,
+                  Episodes, Evaluator, Steps, StepCollector, check_obs, entropy_of,
+                  episode_outcomes, fly,
                   load_actor, log_softmax, make_actor, make_critic, make_env, mlp, play_episodes,
                   policy_logits, sample_actions, sleep_gate, start_obs, visited_state_entropy)
-from .objectives import (GROUP_EPS, baseline_advantages, ended_at_terminal, episode_gae, explained_variance,
-                         gae, grpo_loss, grpo_loss_grad, outcome_advantages, ppo_loss_grad,
-                         process_advantages, ratio_stats, returns_to_go, step_weights, surrogate_slope,
-                         time_baseline)
+from .objectives import (GROUP_EPS, baseline_advantages, ended_at_terminal, episode_gae,
+                         explained_variance, gae, grpo_loss, grpo_loss_grad, outcome_advantages,
+                         ppo_loss_grad, process_advantages, ratio_stats, returns_to_go,
+                         step_weights, surrogate_slope, time_baseline)
 from .report import summarize
-from .trainers import (A2C_CONFIG, ALGOS, DEFAULT_CONFIGS, DIAGNOSTICS, ActorCriticConfig, GRPOConfig,
-                       LEARNED_BASELINES, PPO_DIAGNOSTICS, RunSpec, _check_spec, _Tracker, critic_inputs,
-                       critic_values, episode_advantages, gae_targets, gradient_agreement, log_diagnostics,
-                       run_all, train, train_actor_critic, train_grpo)
+from .trainers import (A2C_CONFIG, ALGOS, DEFAULT_CONFIGS, DIAGNOSTICS, ActorCriticConfig,
+                       GRPOConfig, LEARNED_BASELINES, PPO_DIAGNOSTICS, RunSpec, _check_spec,
+                       _Tracker, critic_inputs, critic_values, episode_advantages, gae_targets,
+                       gradient_agreement, log_diagnostics, run_all, train, train_actor_critic,
+                       train_grpo)
 
 __all__ = [name for name in dir() if not name.startswith("__")
            and name not in ("env", "objectives", "report", "trainers")]

@@ -33,10 +33,10 @@ SOLVED = 200.0                         # the task counts as solved at a mean ret
 TRAIN_SEEDS = (0, 1_000_000)           # prompts are drawn from here
 VAL_SEED0 = 1_000_000                  # periodic evaluation, picks the best checkpoint
 TEST_SEED0 = 2_000_000                 # final held-out evaluation
-MAIN_ENGINE = 2                        # actions: 0 nothing, 1 left engine, 2 main engine, 3 right engine
+MAIN_ENGINE = 2                        # actions: 0 nothing, 1 left, 2 main, 3 right engine
 NO_ENGINE = 0
 TIME_LIMIT = 1000                      # LunarLander-v3's steps per episode
-SLEEP_STEPS = 25   # Box2D puts a still body to sleep after 0.5 s, 25 frames at 50 FPS; an engine wakes it
+SLEEP_STEPS = 25                       # Box2D: asleep after 25 still frames; an engine wakes it
 
 
 # ---------------------------------------------------------------------------------------------
@@ -49,7 +49,8 @@ def make_env(render_mode: str | None = None) -> gym.Env:
 
 class MLP(nn.Sequential):
     """``nn.Sequential(Linear, Tanh, Linear, Tanh, Linear)`` whose forward calls the same three
-    ``F.linear`` and two ``torch.tanh`` directly: bit-identical, without five module calls per pass."""
+    ``F.linear`` and two ``torch.tanh`` directly: bit-identical, without five module calls per
+    pass."""
 
     def __init__(self, *layers):
         super().__init__(*layers)
@@ -60,10 +61,11 @@ class MLP(nn.Sequential):
         return F.linear(torch.tanh(F.linear(torch.tanh(F.linear(x, w1, b1)), w2, b2)), w3, b3)
 
 
-def mlp(n_out: int, out_gain: float, generator: torch.Generator, n_in: int = OBS_DIM) -> nn.Sequential:
+def mlp(n_out: int, out_gain: float, generator: torch.Generator,
+        n_in: int = OBS_DIM) -> nn.Sequential:
     """8 -> 64 -> 64 -> n_out, tanh, orthogonal init (hidden gain sqrt 2, as SB3 and CleanRL)."""
-    net = MLP(nn.Linear(n_in, 64, dtype=DTYPE), nn.Tanh(), nn.Linear(64, 64, dtype=DTYPE), nn.Tanh(),
-              nn.Linear(64, n_out, dtype=DTYPE))
+    net = MLP(nn.Linear(n_in, 64, dtype=DTYPE), nn.Tanh(), nn.Linear(64, 64, dtype=DTYPE),
+              nn.Tanh(), nn.Linear(64, n_out, dtype=DTYPE))
     for layer, gain in zip(net[::2], (2 ** 0.5, 2 ** 0.5, out_gain)):
         nn.init.orthogonal_(layer.weight, gain, generator=generator)
         nn.init.zeros_(layer.bias)
@@ -71,7 +73,8 @@ def mlp(n_out: int, out_gain: float, generator: torch.Generator, n_in: int = OBS
 
 
 def make_actor(seed: int) -> nn.Sequential:
-    """The policy: 4 action logits (4,996 parameters); small last layer, so it starts near uniform."""
+    """The policy: 4 action logits (4,996 parameters);
+    small last layer, so it starts near uniform."""
     return mlp(N_ACTIONS, 0.01, torch.Generator().manual_seed(seed))
 
 
@@ -93,8 +96,10 @@ def policy_logits(actor: nn.Module, obs) -> np.ndarray:
     return actor(torch.from_numpy(check_obs(obs))).numpy()
 
 
-def sample_actions(logits: np.ndarray, rng: np.random.Generator, greedy: bool = False) -> np.ndarray:
-    """argmax(logits + Gumbel noise) is a sample from softmax(logits); ``greedy`` drops the noise."""
+def sample_actions(logits: np.ndarray, rng: np.random.Generator,
+                   greedy: bool = False) -> np.ndarray:
+    """argmax(logits + Gumbel noise) is a sample from
+    softmax(logits); ``greedy`` drops the noise."""
     if greedy:
         return logits.argmax(1)
     return (logits - np.log(-np.log(rng.random(logits.shape)))).argmax(1)
@@ -132,7 +137,8 @@ class Episodes:
         return np.array([float(np.sum(r)) for r in self.rewards])
 
 
-def play_episodes(envs, seeds, actor, rng, greedy: bool = False, frames: list | None = None) -> Episodes:
+def play_episodes(envs, seeds, actor, rng, greedy: bool = False,
+                  frames: list | None = None) -> Episodes:
     """Fly one complete episode per seed, all in lock-step with one batched forward per step.
 
     ``envs`` needs at least ``len(seeds)`` environments. ``frames``, if given, collects
@@ -158,7 +164,8 @@ def play_episodes(envs, seeds, actor, rng, greedy: bool = False, frames: list | 
                 frames.append(envs[0].render())
             if terminated or truncated:
                 active[i] = False
-    return Episodes([np.array(o, np.float32) for o in ep_obs], [np.array(a, np.int64) for a in ep_act],
+    return Episodes([np.array(o, np.float32) for o in ep_obs],
+                    [np.array(a, np.int64) for a in ep_act],
                     [np.array(r, float) for r in ep_rew], [o.copy() for o in obs])
 
 
@@ -169,8 +176,8 @@ def episode_outcomes(ep: Episodes) -> dict:
     legs with an engine still firing: ``legs_down`` counts episodes that end with both legs in
     contact, obs[6] and obs[7])."""
     if not ep.rewards or len(ep.last_obs) != len(ep.rewards):
-        raise ValueError(f"episode_outcomes needs at least one episode and each one's last obs, got "
-                         f"{len(ep.rewards)} episodes and {len(ep.last_obs)} last obs")
+        raise ValueError("episode_outcomes needs at least one episode and each one's last obs, "
+                         f"got {len(ep.rewards)} episodes and {len(ep.last_obs)} last obs")
     last = np.array([float(r[-1]) for r in ep.rewards])
     landed, crashed = last == 100.0, last == -100.0
     legs = np.array([o[6] > 0.5 and o[7] > 0.5 for o in ep.last_obs])
@@ -182,7 +189,8 @@ def episode_outcomes(ep: Episodes) -> dict:
 
 
 def visited_state_entropy(actor, ep: Episodes) -> float:
-    """The policy's mean entropy (nats) over every state its episodes visited, not just the start."""
+    """The policy's mean entropy (nats) over every state
+    its episodes visited, not just the start."""
     if not ep.obs:
         raise ValueError("visited_state_entropy needs at least one episode")
     return float(entropy_of(policy_logits(actor, np.concatenate(ep.obs))).mean())
@@ -211,7 +219,8 @@ def sleep_gate(actor, ep: Episodes) -> dict:
 
 @dataclass
 class Steps:
-    """n_steps x n_envs transitions from running envs; truncated episodes' last obs kept for bootstrap."""
+    """n_steps x n_envs transitions from running envs;
+    truncated episodes' last obs kept for bootstrap."""
     obs: np.ndarray          # (T, N, 8)
     actions: np.ndarray      # (T, N)
     rewards: np.ndarray      # (T, N)
@@ -222,7 +231,8 @@ class Steps:
 
 
 class StepCollector:
-    """N envs that keep running across calls (PPO, A2C); each new episode starts at a fresh prompt."""
+    """N envs that keep running across calls (PPO, A2C);
+    each new episode starts at a fresh prompt."""
 
     def __init__(self, n_envs: int, rng: np.random.Generator):
         self.envs, self.rng = [make_env() for _ in range(n_envs)], rng
@@ -261,7 +271,8 @@ class StepCollector:
 # Evaluation
 # ---------------------------------------------------------------------------------------------
 class Evaluator:
-    """Held-out evaluation: argmax and sampled returns on fixed seeds (same seeds for every algo)."""
+    """Held-out evaluation: argmax and sampled returns on
+    fixed seeds (same seeds for every algo)."""
 
     def __init__(self, seeds, rng_seed: int = 0):
         self.seeds = [int(s) for s in seeds]

@@ -65,7 +65,8 @@ def stored_dir() -> Path:
 
 
 def _json_text(payload: dict) -> str:
-    """Compact JSON, one spec and one run a line (A2C's 12,500 iterations of logs are most of it)."""
+    """Compact JSON, one spec and one run a line (A2C's
+    12,500 iterations of logs are most of it)."""
     def lines(rows):
         return "[\n" + ",\n".join(json.dumps(r, separators=(",", ":")) for r in rows) + "]"
     return f'{{"specs": {lines(payload["specs"])},\n"runs": {lines(payload["runs"])}}}\n'
@@ -114,7 +115,8 @@ def load(run_specs: list | None = None, directory: Path | None = None) -> list:
     run_specs = specs() if run_specs is None else list(run_specs)
     directory = Path(directory or stored_dir())
     if not (directory / "runs.json").exists():
-        raise FileNotFoundError(f"{directory} holds no stored runs: run `python -m grpo.lander.main_runs`")
+        raise FileNotFoundError(f"{directory} holds no stored runs: run `python -m "
+                                "grpo.lander.main_runs`")
     payload = json.loads((directory / "runs.json").read_text())
     if payload["specs"] != json_ready([_spec_record(s) for s in run_specs]):
         raise ValueError(f"run_specs must be the ones stored in {directory / 'runs.json'}: "
@@ -124,7 +126,8 @@ def load(run_specs: list | None = None, directory: Path | None = None) -> list:
 
     def state(run, which):
         prefix = _key(run, which) + "/"
-        return {k[len(prefix):]: torch.from_numpy(v) for k, v in arrays.items() if k.startswith(prefix)}
+        return {k[len(prefix):]: torch.from_numpy(v) for k, v in arrays.items()
+                if k.startswith(prefix)}
 
     results = []
     for record in payload["runs"]:

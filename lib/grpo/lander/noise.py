@@ -9,10 +9,11 @@ rollout of burn-in, from a fresh collector). Each batch's full-batch actor gradi
 gradient of its trainer's loss at the first step of an update (pi = pi_old = pi_ref, so the clip and
 k3 do not act; PPO keeps its entropy bonus), computed in closed form as the trainers do. Then
 
-    noise   = sum_k |g_k - g_bar|^2 / (K - 1)     one batch gradient's variance (trace of its covariance)
-    signal  = |g_bar|^2 - noise / K               an unbiased estimate of |E g|^2 (can come out < 0)
-    snr     = signal / noise                      ~ 1: one batch's gradient is as much signal as noise
-    cosine  = the mean cosine between two of the K batch gradients (independent: > 0 only from signal)
+    noise   = sum_k |g_k - g_bar|^2 / (K - 1)   one batch gradient's variance (covariance trace)
+    signal  = |g_bar|^2 - noise / K             an unbiased estimate of |E g|^2 (can come out < 0)
+    snr     = signal / noise                    ~ 1: a batch's gradient is as much signal as noise
+    cosine  = the mean cosine between two of the K batch gradients
+              (independent batches: > 0 only from signal)
 
 with 95% delete-one jackknife intervals over the K batches (``jackknife``).
 
@@ -20,9 +21,10 @@ Methods: PPO, outcome GRPO, and GRPO with the learned critics the chapter's cont
 baseline, GAE from V(s), and GAE from a V(s) that fits target / 100, the ladder's critic that
 learns), each trained for one seed to 500k env steps with the chapter's settings; the checkpoints
 are the evaluations at 100k, 300k and 500k. About 10 CPU-minutes, so the results are stored:
-``python -m grpo.lander.noise`` (and ``make full``) writes ``data/runs/06_lander/gradient_noise.json``
-(``--methods`` re-measures some and keeps the rest), the chapter reads it, and
-``tests/test_lander_noise.py`` re-computes one batch gradient and checks it against the stored one.
+``python -m grpo.lander.noise`` (and ``make full``) writes
+``data/runs/06_lander/gradient_noise.json`` (``--methods`` re-measures some and keeps the rest), the
+chapter reads it, and ``tests/test_lander_noise.py`` re-computes one batch gradient and checks it
+against the stored one.
 """
 from __future__ import annotations
 
@@ -38,11 +40,11 @@ from ..mlp import FlatMLP
 from ..pool import parallel_map
 from ..results import results_dir
 from ..stats import interval_p_value, t975
-from .env import (OBS_DIM, TRAIN_SEEDS, StepCollector, log_softmax, make_actor, make_critic, make_env,
-                  play_episodes)
+from .env import (OBS_DIM, TRAIN_SEEDS, StepCollector, log_softmax, make_actor, make_critic,
+                  make_env, play_episodes)
 from .objectives import grpo_loss_grad, ppo_loss_grad, step_weights
-from .trainers import (LEARNED_BASELINES, ActorCriticConfig, GRPOConfig, RunSpec, episode_advantages,
-                       gae_targets, train)
+from .trainers import (LEARNED_BASELINES, ActorCriticConfig, GRPOConfig, RunSpec,
+                       episode_advantages, gae_targets, train)
 
 METHODS = {
     "ppo": ActorCriticConfig(),
@@ -73,9 +75,10 @@ def _load(cfg, actor_state, critic_flat):
     return actor, FlatMLP(actor), vf
 
 
-def batch_gradient(cfg, actor_state, critic_flat, rng: np.random.Generator) -> tuple[np.ndarray, int]:
-    """One independent batch drawn as ``cfg``'s trainer draws it, and the actor's full-batch gradient
-    of that trainer's loss at the update's first step; also the batch's env steps."""
+def batch_gradient(cfg, actor_state, critic_flat,
+                   rng: np.random.Generator) -> tuple[np.ndarray, int]:
+    """One independent batch drawn as ``cfg``'s trainer draws it, and the actor's full-batch
+    gradient of that trainer's loss at the update's first step; also the batch's env steps."""
     actor, pi, vf = _load(cfg, actor_state, critic_flat)
     if isinstance(cfg, GRPOConfig):
         envs = [make_env() for _ in range(cfg.group_size * cfg.prompts)]
@@ -89,7 +92,8 @@ def batch_gradient(cfg, actor_state, critic_flat, rng: np.random.Generator) -> t
         d_logits, _, _ = grpo_loss_grad(logits, act, logp, logp, adv, w, cfg.clip, cfg.beta)
     else:
         collector = StepCollector(cfg.n_envs, rng)
-        collector.collect(actor, cfg.n_steps)                 # burn-in: episodes under way, as in training
+        # burn-in: episodes under way, as in training
+        collector.collect(actor, cfg.n_steps)
         s = collector.collect(actor, cfg.n_steps)
         _, adv, _ = gae_targets(s, vf, cfg.gamma, cfg.lam)
         adv = adv.reshape(-1)
@@ -104,7 +108,8 @@ def batch_gradient(cfg, actor_state, critic_flat, rng: np.random.Generator) -> t
 
 
 def noise_measures(grads) -> dict:
-    """Signal and noise of K independent batch gradients (a (K, P) array); see the module docstring."""
+    """Signal and noise of K independent batch gradients
+    (a (K, P) array); see the module docstring."""
     g = np.asarray(grads, dtype=float)
     if g.ndim != 2 or g.shape[0] < 2 or not np.isfinite(g).all():
         raise ValueError(f"grads must be a finite (K >= 2, P) array, got shape {g.shape}")
@@ -119,9 +124,9 @@ def noise_measures(grads) -> dict:
 
 def jackknife(grads) -> dict:
     """95% intervals of ``noise_measures``' snr and cosine by the delete-one jackknife: the estimate
-    +- t(0.975, K - 1) x SE, SE^2 = (K - 1)/K x sum_i (theta_(-i) - mean_j theta_(-j))^2. (A percentile
-    bootstrap over so few batches understates the noise: a resample repeats batches, so its spread
-    shrinks, and every resampled SNR lands above the estimate.)"""
+    +- t(0.975, K - 1) x SE, SE^2 = (K - 1)/K x sum_i (theta_(-i) - mean_j theta_(-j))^2. (A
+    percentile bootstrap over so few batches understates the noise: a resample repeats batches, so
+    its spread shrinks, and every resampled SNR lands above the estimate.)"""
     g = np.asarray(grads, dtype=float)
     if len(g) < 3:
         raise ValueError(f"the jackknife needs K >= 3 batch gradients, got {len(g)}")
@@ -161,7 +166,8 @@ def measure(method: str) -> dict:
     run = train(RunSpec(cfg.algo, SEED, config=cfg, **SCALE))
     train_cpu = time.process_time() - t0
     has_critic = not isinstance(cfg, GRPOConfig) or cfg.baseline in LEARNED_BASELINES
-    out = {"method": method, "algo": cfg.algo, "train_cpu_s": round(train_cpu, 1), "checkpoints": []}
+    out = {"method": method, "algo": cfg.algo, "train_cpu_s": round(train_cpu, 1),
+           "checkpoints": []}
     for target in CHECKPOINTS:
         steps, actor_state = _checkpoint(run["snapshots"], target)
         critic = _checkpoint(run["critic_snapshots"], target)[1] if has_critic else None
@@ -189,12 +195,14 @@ def run_study(workers: int = 2, methods=tuple(METHODS), kept: dict | None = None
 def load_study(path: Path | None = None) -> dict:
     path = path or stored_path()
     if not path.is_file():
-        raise FileNotFoundError(f"{path} is missing: run `python -m grpo.lander.noise` (or `make full`)")
+        raise FileNotFoundError(f"{path} is missing: run `python -m grpo.lander.noise` "
+                                "(or `make full`)")
     return json.loads(path.read_text())
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m grpo.lander.noise", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m grpo.lander.noise",
+                                     description=__doc__.split("\n\n")[0])
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--methods", nargs="+", choices=list(METHODS), default=list(METHODS),
                         help="re-measure these and keep the stored others")
@@ -211,5 +219,5 @@ if __name__ == "__main__":
     main()
 
 
-__all__ = ["METHODS", "CHECKPOINTS", "BATCHES", "batch_gradient", "noise_measures", "jackknife", "difference",
-           "measure", "run_study", "load_study", "stored_path"]
+__all__ = ["METHODS", "CHECKPOINTS", "BATCHES", "batch_gradient", "noise_measures", "jackknife",
+           "difference", "measure", "run_study", "load_study", "stored_path"]

@@ -90,16 +90,18 @@ def episode_gae(rewards, values, terminal, last_values, gamma: float, lam: float
     ``values``: V at every step, episodes concatenated; an episode that ended in a terminal state
     is worth 0 after its last step, one the time limit cut is bootstrapped from ``last_values``
     (V of the state it was cut in). Returns (advantages, value targets), concatenated."""
-    if not (len(rewards) == len(terminal) == len(last_values)) or len(values) != sum(map(len, rewards)):
-        raise ValueError(f"need one terminal flag and last value per episode and one value per step, "
-                         f"got {len(rewards)} episodes, {len(terminal)}, {len(last_values)}, "
-                         f"{len(values)} values for {sum(map(len, rewards))} steps")
+    n_steps = sum(map(len, rewards))
+    if not (len(rewards) == len(terminal) == len(last_values)) or len(values) != n_steps:
+        raise ValueError("need one terminal flag and last value per episode and one value per "
+                         f"step, got {len(rewards)} episodes, {len(terminal)}, {len(last_values)}, "
+                         f"{len(values)} values for {n_steps} steps")
     adv, start = [], 0
     for r, done, last_v in zip(rewards, terminal, last_values):
         v = np.asarray(values[start:start + len(r)], float)[:, None]
         dones = np.zeros((len(r), 1))
         dones[-1] = done
-        adv.append(gae(np.asarray(r, float)[:, None], v, dones, np.array([last_v]), gamma, lam)[0][:, 0])
+        r_col = np.asarray(r, float)[:, None]
+        adv.append(gae(r_col, v, dones, np.array([last_v]), gamma, lam)[0][:, 0])
         start += len(r)
     adv = np.concatenate(adv)
     return adv, adv + np.asarray(values, float)

@@ -6,35 +6,42 @@ import numpy as np
 from .env import SOLVED
 
 def summarize(runs) -> dict:
-    """The registry entry of one algorithm from its per-seed runs (returns on the held-out seeds)."""
+    """The registry entry of one algorithm from its
+    per-seed runs (returns on the held-out seeds)."""
     runs = list(runs)
     if not runs:
         raise ValueError("summarize needs at least one run, got none")
     if len({r["algo"] for r in runs}) > 1:
-        raise ValueError(f"summarize takes one algorithm's runs, got {sorted({r['algo'] for r in runs})}")
+        raise ValueError("summarize takes one algorithm's runs, got "
+                         f"{sorted({r['algo'] for r in runs})}")
     out = {}
-    for mode in ("det", "sampled", "final_det", "final_sampled"):   # det, sampled: the mode's own checkpoint
+    # det, sampled: the mode's own checkpoint
+    for mode in ("det", "sampled", "final_det", "final_sampled"):
         key = f"test_{mode}" if mode in ("det", "sampled") else mode
         ret = np.array([r[key] for r in runs])
-        out.update({f"{mode}_return_mean": float(ret.mean()), f"{mode}_return_per_seed": ret.mean(1).tolist(),
+        out.update({f"{mode}_return_mean": float(ret.mean()),
+                    f"{mode}_return_per_seed": ret.mean(1).tolist(),
                     f"{mode}_return_mean_minus_std": float(ret.mean() - ret.std()),
                     f"{mode}_solved_fraction": float((ret >= SOLVED).mean())})
     ends = ("landed", "crashed", "timed_out", "legs_down", "length", "main_engine")
-    out["outcomes"] = {mode: {k: float(np.mean([r["outcomes"][mode][k] for r in runs])) for k in ends}
+    out["outcomes"] = {mode: {k: float(np.mean([r["outcomes"][mode][k] for r in runs]))
+                              for k in ends}
                        for mode in runs[0]["outcomes"]}
     out.update({"start_entropy_mean": float(np.mean([r["start_entropy"] for r in runs])),
-                "visited_state_entropy_mean": float(np.mean([r["visited_state_entropy"] for r in runs])),
+                "visited_state_entropy_mean":
+                    float(np.mean([r["visited_state_entropy"] for r in runs])),
                 "iterations": [r["iterations"] for r in runs],
                 "adam_steps": [r.get("adam_steps") for r in runs],
                 "env_steps": int(round(np.mean([r["env_steps"] for r in runs]))),
                 "env_steps_per_seed": [int(r["env_steps"]) for r in runs]})
-    agree = [r["gradient_agreement"] if "gradient_agreement" in r else r["diagnostics"] for r in runs]
+    agree = [r["gradient_agreement"] if "gradient_agreement" in r else r["diagnostics"]
+             for r in runs]
     for k in ("grad_cosine", "grad_snr"):   # medians over every update that measured them
         v = np.concatenate([np.asarray(a.get(k, []), float) for a in agree])
         if np.isfinite(v).any():
             out[f"{k}_median"] = float(np.nanmedian(v))
-    for k in ("degenerate_fraction", "near_degenerate_fraction", "kl_median", "clip_fraction_median",
-              "group_return_std_median"):
+    for k in ("degenerate_fraction", "near_degenerate_fraction", "kl_median",
+              "clip_fraction_median", "group_return_std_median"):
         if k in runs[0] and runs[0]["algo"].startswith("grpo"):
             out[k] = float(np.mean([r[k] for r in runs]))
     # SB3's logs (every algorithm): each seed's median over its updates, averaged over the seeds

@@ -92,7 +92,8 @@ def compact(run: dict, cpu_s: float) -> dict:
             "outcomes", "kl_median", "clip_fraction_median", "clip_fraction_study_median",
             "approx_kl_median", "explained_variance_median", "group_return_std_median")
     out = {k: run[k] for k in keep}
-    out.update({k: float(np.mean(run[key])) for k, key in (("det", "test_det"), ("sampled", "test_sampled"),
+    out.update({k: float(np.mean(run[key])) for k, key in (("det", "test_det"),
+                                                           ("sampled", "test_sampled"),
                 ("final_det", "final_det"), ("final_sampled", "final_sampled"))})
     out.update({"curve": {k: run["curve"][k] for k in ("env_steps", "det", "sampled")},
                 "first_iterations": first_rows(run["diagnostics"]), "cpu_s": round(cpu_s, 1)})

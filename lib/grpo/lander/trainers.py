@@ -18,13 +18,15 @@ from .. import checks
 from ..mlp import Adam, FlatMLP
 from ..pool import parallel_map
 from .env import (OBS_DIM, TEST_SEED0, TIME_LIMIT, TRAIN_SEEDS, VAL_SEED0, Evaluator, StepCollector,
-                  entropy_of, episode_outcomes, log_softmax, make_actor, make_critic, make_env, play_episodes,
-                  policy_logits, sleep_gate, start_obs, visited_state_entropy)
+                  entropy_of, episode_outcomes, log_softmax, make_actor, make_critic, make_env,
+                  play_episodes, policy_logits, sleep_gate, start_obs, visited_state_entropy)
 from .objectives import (GROUP_EPS, baseline_advantages, ended_at_terminal, episode_gae,
                          explained_variance, gae, grpo_loss_grad, outcome_advantages, ppo_loss_grad,
-                         process_advantages, ratio_stats, returns_to_go, step_weights, time_baseline)
+                         process_advantages, ratio_stats, returns_to_go, step_weights,
+                         time_baseline)
 
-ALGOS = ("ppo", "a2c", "grpo", "grpo_process", "grpo_value", "grpo_time", "grpo_value_time", "grpo_gae")
+ALGOS = ("ppo", "a2c", "grpo", "grpo_process", "grpo_value", "grpo_time", "grpo_value_time",
+         "grpo_gae")
 
 
 def gradient_agreement(grads) -> dict:
@@ -37,7 +39,8 @@ def gradient_agreement(grads) -> dict:
     M, mean = len(g), g.mean(0)
     cosine = (np.sum(unit.sum(0) ** 2) - np.sum(unit ** 2)) / (M * (M - 1))
     noise = np.mean(np.sum((g - mean) ** 2, axis=1))
-    return {"cosine": float(cosine), "snr": float(np.sum(mean ** 2) / noise) if noise > 0 else float("inf")}
+    return {"cosine": float(cosine),
+            "snr": float(np.sum(mean ** 2) / noise) if noise > 0 else float("inf")}
 
 # ---------------------------------------------------------------------------------------------
 # Trainers
@@ -65,13 +68,14 @@ class ActorCriticConfig:
         name = type(self).__name__
         for field_name in ("n_envs", "n_steps", "epochs", "minibatch"):
             checks.integer(f"{name}.{field_name}", getattr(self, field_name), minimum=1)
-        checks.number(f"{name}.gamma", self.gamma, minimum=0, maximum=1, low_open=True, rule="in (0, 1]")
+        checks.number(f"{name}.gamma", self.gamma, minimum=0, maximum=1, low_open=True,
+                      rule="in (0, 1]")
         checks.number(f"{name}.lam", self.lam, minimum=0, maximum=1, rule="in [0, 1]")
-        checks.number(f"{name}.clip", self.clip, minimum=0, maximum=1, low_open=True, high_open=True,
-                      rule="in (0, 1)")
+        checks.number(f"{name}.clip", self.clip, minimum=0, maximum=1, low_open=True,
+                      high_open=True, rule="in (0, 1)")
         for field_name in ("lr", "adam_eps", "max_grad_norm"):
-            checks.number(f"{name}.{field_name}", getattr(self, field_name), minimum=0, low_open=True,
-                          rule="> 0")
+            checks.number(f"{name}.{field_name}", getattr(self, field_name), minimum=0,
+                          low_open=True, rule="> 0")
         for field_name in ("vf_coef", "ent_coef"):
             checks.number(f"{name}.{field_name}", getattr(self, field_name), minimum=0, rule=">= 0")
         for field_name in ("normalize_adv", "measure_gradients"):
@@ -110,8 +114,10 @@ class GRPOConfig:
     baseline: str = "group"
     gamma: float = 0.999         # "gae" only
     lam: float = 0.98            # "gae" only
-    value_scale: float = 1.0     # learned baselines: the critic fits target / value_scale, V = output x it
-    scale_by_std: bool = True    # outcome GRPO: divide by the group's std (False: Dr. GRPO's R - mean)
+    # learned baselines: the critic fits target / value_scale, V = output x it
+    value_scale: float = 1.0
+    # outcome GRPO: divide by the group's std (False: Dr. GRPO's R - mean)
+    scale_by_std: bool = True
     length_weights: bool = True  # the paper's 1/|o_i| as 1/L per step (False: every step weighs 1)
     measure_gradients: bool = False   # log the first epoch's minibatch-gradient agreement
 
@@ -120,32 +126,36 @@ class GRPOConfig:
         checks.integer(f"{name}.group_size", self.group_size, minimum=2)
         for field_name in ("prompts", "epochs", "minibatch", "ref_every"):
             checks.integer(f"{name}.{field_name}", getattr(self, field_name), minimum=1)
-        checks.number(f"{name}.clip", self.clip, minimum=0, maximum=1, low_open=True, high_open=True,
-                      rule="in (0, 1)")
+        checks.number(f"{name}.clip", self.clip, minimum=0, maximum=1, low_open=True,
+                      high_open=True, rule="in (0, 1)")
         for field_name in ("lr", "adam_eps", "max_grad_norm"):
-            checks.number(f"{name}.{field_name}", getattr(self, field_name), minimum=0, low_open=True,
-                          rule="> 0")
+            checks.number(f"{name}.{field_name}", getattr(self, field_name), minimum=0,
+                          low_open=True, rule="> 0")
         checks.number(f"{name}.beta", self.beta, minimum=0, rule=">= 0")
-        checks.number(f"{name}.gamma", self.gamma, minimum=0, maximum=1, low_open=True, rule="in (0, 1]")
+        checks.number(f"{name}.gamma", self.gamma, minimum=0, maximum=1, low_open=True,
+                      rule="in (0, 1]")
         checks.number(f"{name}.lam", self.lam, minimum=0, maximum=1, rule="in [0, 1]")
         checks.number(f"{name}.value_scale", self.value_scale, minimum=0, low_open=True, rule="> 0")
         for field_name in ("process", "scale_by_std", "length_weights", "measure_gradients"):
             checks.boolean(f"{name}.{field_name}", getattr(self, field_name))
-        checks.choice(f"{name}.baseline", self.baseline, ("group", "value", "time", "value_time", "gae"))
+        checks.choice(f"{name}.baseline", self.baseline,
+                      ("group", "value", "time", "value_time", "gae"))
         if self.process and self.baseline != "group":
-            raise ValueError(f"{name}: process GRPO sums its own per-step credit; baseline must be 'group', "
-                             f"got {self.baseline!r}")
+            raise ValueError(f"{name}: process GRPO sums its own per-step credit; baseline must be "
+                             f"'group', got {self.baseline!r}")
 
     @property
     def algo(self) -> str:
         """The label the results carry, read off the config: what actually runs."""
         return "grpo_process" if self.process else {"group": "grpo", "value": "grpo_value",
-                                                     "time": "grpo_time", "value_time": "grpo_value_time",
+                                                     "time": "grpo_time",
+                                                    "value_time": "grpo_value_time",
                                                      "gae": "grpo_gae"}[self.baseline]
 
 
 DEFAULT_CONFIGS = {"ppo": ActorCriticConfig(), "a2c": A2C_CONFIG, "grpo": GRPOConfig(),
-                   "grpo_process": GRPOConfig(process=True), "grpo_value": GRPOConfig(baseline="value"),
+                   "grpo_process": GRPOConfig(process=True),
+                   "grpo_value": GRPOConfig(baseline="value"),
                    "grpo_time": GRPOConfig(baseline="time"),
                    "grpo_value_time": GRPOConfig(baseline="value_time"),
                    "grpo_gae": GRPOConfig(baseline="gae")}
@@ -162,7 +172,8 @@ class RunSpec:
     val_episodes: int = 20
     test_episodes: int = 50
     config: object = field(default=None)
-    stop_at: float | None = None  # stop once a validation argmax mean reaches this (benches: time to land)
+    # stop once a validation argmax mean reaches this (benches: time to land)
+    stop_at: float | None = None
 
     def __post_init__(self):
         checks.choice("RunSpec.algo", self.algo, ALGOS)
@@ -174,7 +185,8 @@ class RunSpec:
         if not isinstance(cfg, (ActorCriticConfig, GRPOConfig)):
             raise ValueError(f"RunSpec.config must be an ActorCriticConfig or a GRPOConfig, "
                              f"got {type(cfg).__name__}")
-        if cfg.algo != self.algo:              # the label is what the config runs, never a second opinion
+        # the label is what the config runs, never a second opinion
+        if cfg.algo != self.algo:
             raise ValueError(f"RunSpec.algo is {self.algo!r}, but its config runs {cfg.algo!r}: "
                              f"use algo={cfg.algo!r}")
 
@@ -194,15 +206,18 @@ class _Tracker:
 
     def __init__(self, spec: RunSpec, progress=None):
         self.spec, self.steps, self.progress = spec, 0, progress
-        self.validate = Evaluator(range(VAL_SEED0, VAL_SEED0 + spec.val_episodes), rng_seed=spec.seed)
+        self.validate = Evaluator(range(VAL_SEED0, VAL_SEED0 + spec.val_episodes),
+                                  rng_seed=spec.seed)
         self.next_eval = 0
         self.best = {"det": -np.inf, "sampled": -np.inf}       # best validation return per mode,
         self.best_state = {"det": None, "sampled": None}       # and the weights that scored it
         self.curve = {"env_steps": [], "det": [], "sampled": [],
-                      "train_cpu_s": []}   # CPU-s of training so far, evaluations left out (benches only)
+                      # CPU-s of training so far, evaluations left out (benches only)
+                      "train_cpu_s": []}
         self.cpu0, self.eval_cpu = time.process_time(), 0.0
         self.snapshots = []                # (env steps, actor weights) at every evaluation
-        self.critic_snapshots = []         # (env steps, the critic's flat weights), where there is one
+        # (env steps, the critic's flat weights), where there is one
+        self.critic_snapshots = []
         self.train_returns = {"env_steps": [], "return": []}
 
     def add(self, n_steps: int, episode_returns) -> None:
@@ -225,7 +240,8 @@ class _Tracker:
         self.curve["det"].append(det)
         self.curve["sampled"].append(samp)
         self.snapshots.append((self.steps, copy.deepcopy(actor.state_dict())))
-        if critic is not None:                                  # a FlatMLP: its weights are one array
+        # a FlatMLP: its weights are one array
+        if critic is not None:
             self.critic_snapshots.append((self.steps, critic.flat.copy()))
         for mode, score in (("det", det), ("sampled", samp)):   # each mode picks its own checkpoint
             if score > self.best[mode]:
@@ -235,7 +251,8 @@ class _Tracker:
     @property
     def done(self) -> bool:
         det, stop = self.curve["det"], self.spec.stop_at
-        return self.steps >= self.spec.total_steps or (stop is not None and bool(det) and det[-1] >= stop)
+        return self.steps >= self.spec.total_steps or (stop is not None and bool(det)
+                                                       and det[-1] >= stop)
 
 
 def train_actor_critic(spec: RunSpec, progress=None) -> dict:
@@ -351,13 +368,16 @@ def episode_advantages(cfg: GRPOConfig, ep, vf=None):
     if cfg.baseline == "gae":
         values = critic_values(vf, critic_inputs(cfg, ep), cfg.value_scale)
         last_values = critic_values(vf, np.stack(ep.last_obs), cfg.value_scale)
-        adv, targets = episode_gae(ep.rewards, values, ended_at_terminal(ep), last_values, cfg.gamma,
-                                   cfg.lam)
+        adv, targets = episode_gae(ep.rewards, values, ended_at_terminal(ep), last_values,
+                                   cfg.gamma, cfg.lam)
         return baseline_advantages(adv, np.zeros_like(adv)), targets
     to_go = np.concatenate(returns_to_go(ep.rewards))
     if vf is not None:
-        return baseline_advantages(to_go, critic_values(vf, critic_inputs(cfg, ep), cfg.value_scale)), to_go
-    return baseline_advantages(to_go, time_baseline(returns_to_go(ep.rewards), cfg.group_size)), None
+        return baseline_advantages(to_go,
+                                   critic_values(vf, critic_inputs(cfg, ep),
+                                                 cfg.value_scale)), to_go
+    return baseline_advantages(to_go,
+                               time_baseline(returns_to_go(ep.rewards), cfg.group_size)), None
 
 
 DIAGNOSTICS = ("env_steps", "group_std", "degenerate", "near_degenerate", "kl_median", "kl_max",
@@ -473,7 +493,8 @@ def _finish(spec, cfg, actor, track, extra) -> dict:
     chosen = {mode: make_actor(spec.seed) for mode in ("det", "sampled")}
     for mode, net in chosen.items():
         net.load_state_dict(track.best_state[mode])
-    flights = {"det": test.play(chosen["det"], True), "sampled": test.play(chosen["sampled"], False),
+    flights = {"det": test.play(chosen["det"], True),
+               "sampled": test.play(chosen["sampled"], False),
                "final_det": test.play(actor, True), "final_sampled": test.play(actor, False)}
     out = {"algo": spec.algo, "seed": spec.seed, "env_steps": track.steps,
            "config": asdict(cfg), "curve": track.curve, "train_returns": track.train_returns,
@@ -499,7 +520,8 @@ def train(spec: RunSpec, progress=None) -> dict:
 
 
 def run_all(specs, workers: int = 2) -> list:
-    """Train every spec in ``workers`` spawned processes, one torch thread each; results in spec order.
+    """Train every spec in ``workers`` spawned processes, one torch thread each; results in spec
+    order.
 
     Each run is seeded by its spec alone, so the results do not depend on process scheduling. A
     progress bar counts finished runs (off under the book's ``TQDM_DISABLE``).

@@ -43,8 +43,8 @@ MODEL = dict(n_layer=2, n_head=4, d_model=64, max_len=128)
 
 # SFT at a constant lr, so a run stopped at step s is the same run as a longer one up to s, and one
 # run gives every start point (``sft(..., keep_states=True)``).
-SFT_RECIPE = SFTConfig(steps=1500, batch_size=64, lr=1e-3, warmup=0, min_lr_frac=1.0, weight_decay=0.0,
-                       eval_every=25, eval_problems=N_VAL)
+SFT_RECIPE = SFTConfig(steps=1500, batch_size=64, lr=1e-3, warmup=0, min_lr_frac=1.0,
+                       weight_decay=0.0, eval_every=25, eval_problems=N_VAL)
 
 # The published run's GRPO settings: 48 prompts x 8 completions at T 0.7, k3 KL with beta 0.08,
 # eps 0.2, one clipped update per batch, 20 iterations. lr is ours (the run does not give it).
@@ -59,7 +59,8 @@ def problem(a: int, b: int) -> dict:
 
 
 def make_addition_splits() -> tuple[list[dict], list[dict], list[dict]]:
-    """``(train, val, test)``: every pair of two-digit addends, shuffled once, cut 5,600 / 500 / 2,000."""
+    """``(train, val, test)``: every pair of two-digit
+    addends, shuffled once, cut 5,600 / 500 / 2,000."""
     pairs = [(a, b) for a in range(LOW, HIGH + 1) for b in range(LOW, HIGH + 1)]
     random.Random(SPLIT_SEED).shuffle(pairs)
     problems = [problem(a, b) for a, b in pairs]
@@ -85,9 +86,11 @@ def commuted_twin_in_train(problems, train) -> list[bool]:
 
 
 def addition_tokenizer() -> Tokenizer:
-    """Chapter 7's BPE (single digits) trained on the task's text: 20 tokens, ``####`` one of them."""
+    """Chapter 7's BPE (single digits) trained on the
+    task's text: 20 tokens, ``####`` one of them."""
     train, val, test = make_addition_splits()
-    return Tokenizer.train([p["question"] + "\n" + p["answer"] for p in train + val + test], vocab_size=20)
+    return Tokenizer.train([p["question"] + "\n" + p["answer"] for p in train + val + test],
+                           vocab_size=20)
 
 
 def addition_model(tok: Tokenizer, seed: int = 0) -> GPT:
@@ -98,7 +101,8 @@ def addition_model(tok: Tokenizer, seed: int = 0) -> GPT:
 
 def train_sft(seed: int = 0, cfg: SFTConfig = SFT_RECIPE):
     """The SFT run every start comes from: ``(model, tok, history)``, ``history["states"]`` holding
-    the weights at every evaluation step (validation greedy accuracy in ``history["eval_greedy"]``)."""
+    the weights at every evaluation step (validation greedy accuracy in
+    ``history["eval_greedy"]``)."""
     tok = addition_tokenizer()
     train, val, _ = make_addition_splits()
     model = addition_model(tok, seed)
@@ -107,10 +111,12 @@ def train_sft(seed: int = 0, cfg: SFTConfig = SFT_RECIPE):
 
 @dataclass(frozen=True)
 class Job:
-    start: int | str                    # the start snapshot: a key of ``starts`` (an SFT step, or a name)
+    # the start snapshot: a key of ``starts`` (an SFT step, or a name)
+    start: int | str
     cfg: RunConfig | SFTConfig | None   # GRPO, continued SFT, or None: evaluate the start itself
     samples: int = EVAL_SAMPLES         # sampled test outcomes per problem (4 is enough for a mean)
-    many_samples: int = 0               # > 0: also this many samples on the first MANY_PROBLEMS test
+    # > 0: also this many samples on the first MANY_PROBLEMS test
+    many_samples: int = 0
     #                                     problems (pass@k to large k)
 
 
@@ -129,8 +135,8 @@ def _run(args) -> dict:
         out["history"] = sft(model, tok, train, val, job.cfg)
     out.update(outcomes(model, tok, test, job.samples, EVAL_TEMPERATURE, EVAL_SEED, MAX_NEW_TOKENS))
     if job.many_samples:
-        out["many_sampled"] = outcomes(model, tok, test[:MANY_PROBLEMS], job.many_samples, EVAL_TEMPERATURE,
-                                       EVAL_SEED + 1, MAX_NEW_TOKENS)["sampled"]
+        out["many_sampled"] = outcomes(model, tok, test[:MANY_PROBLEMS], job.many_samples,
+                                       EVAL_TEMPERATURE, EVAL_SEED + 1, MAX_NEW_TOKENS)["sampled"]
     return out
 
 
@@ -148,23 +154,26 @@ def _sft_endpoint(args) -> dict:
 def sft_endpoints(configs, tok: Tokenizer, seed: int = 0, workers: int = 2) -> list[dict]:
     """SFT runs from the same initialisation (``seed``), one per config, in spawned workers: each
     run's final weights (``state``, a start for ``run_jobs``) and its last validation greedy."""
-    return parallel_map(_sft_endpoint, [(c, tok.to_str(), seed) for c in configs], workers, desc="SFT runs")
+    return parallel_map(_sft_endpoint, [(c, tok.to_str(), seed) for c in configs], workers,
+                        desc="SFT runs")
 
 
 def run_jobs(jobs, starts: dict, tok: Tokenizer, workers: int = 2) -> list[dict]:
-    """Each job from its start snapshot (``starts[job.start]``, a state dict), in ``workers`` spawned
-    processes; per job, the test set's ``greedy`` (2000,) and ``sampled`` (2000, job.samples) 0/1 outcomes,
-    plus the GRPO ``log`` and validation ``evals`` (or the SFT ``history``). Results in job order."""
+    """Each job from its start snapshot (``starts[job.start]``, a state dict), in ``workers``
+    spawned processes; per job, the test set's ``greedy`` (2000,) and ``sampled`` (2000,
+    job.samples) 0/1 outcomes, plus the GRPO ``log`` and validation ``evals`` (or the SFT
+    ``history``). Results in job order."""
     jobs = list(jobs)
     for job in jobs:
         if (job.start not in starts or job.samples < 1 or job.many_samples < 0
                 or not isinstance(job.cfg, (RunConfig, SFTConfig, type(None)))):
-            raise ValueError(f"a job needs a start in starts and a RunConfig, SFTConfig or None: {job}")
+            raise ValueError("a job needs a start in starts and a RunConfig, SFTConfig or None: "
+                             f"{job}")
     return parallel_map(_run, [(j, starts[j.start], tok.to_str()) for j in jobs], workers,
                         desc="addition runs")
 
 
 __all__ = ["problem", "make_addition_splits", "addition_tokenizer", "addition_model", "train_sft",
            "Job", "run_jobs", "sft_endpoints", "carries", "commuted_twin_in_train", "SFT_RECIPE",
-           "GRPO_RECIPE", "MODEL", "EVAL_SEED", "EVAL_SAMPLES", "EVAL_TEMPERATURE", "MAX_NEW_TOKENS",
-           "MANY_PROBLEMS", "N_TEST", "N_VAL"]
+           "GRPO_RECIPE", "MODEL", "EVAL_SEED", "EVAL_SAMPLES", "EVAL_TEMPERATURE",
+           "MAX_NEW_TOKENS", "MANY_PROBLEMS", "N_TEST", "N_VAL"]

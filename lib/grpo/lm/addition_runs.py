@@ -68,7 +68,8 @@ def from_json(plain: dict) -> dict:
 def job_spec(job: Job) -> dict:
     """A job as JSON, enough to rebuild it (``job_from_spec``) and re-run it."""
     cfg = None if job.cfg is None else {"type": type(job.cfg).__name__, **asdict(job.cfg)}
-    return {"start": job.start, "cfg": cfg, "samples": job.samples, "many_samples": job.many_samples}
+    return {"start": job.start, "cfg": cfg, "samples": job.samples,
+            "many_samples": job.many_samples}
 
 
 def job_from_spec(spec: dict) -> Job:
@@ -83,7 +84,8 @@ def job_from_spec(spec: dict) -> Job:
     return Job(spec["start"], cfg, spec["samples"], spec["many_samples"])
 
 
-def stored_jobs(name: str, jobs, starts: dict, tok: Tokenizer, workers: int = 2, folder=None) -> list[dict]:
+def stored_jobs(name: str, jobs, starts: dict, tok: Tokenizer, workers: int = 2,
+                folder=None) -> list[dict]:
     """``run_jobs(jobs, starts, tok, workers)``, read from ``<folder>/<name>.json`` when that holds
     these jobs, else run and written there (``folder``: ``RUNS_DIR`` by default)."""
     if not isinstance(name, str) or not name.replace("_", "").isalnum():
@@ -98,7 +100,8 @@ def stored_jobs(name: str, jobs, starts: dict, tok: Tokenizer, workers: int = 2,
         if stored["jobs"] == keys:
             return [from_json(o) for o in stored["outputs"]]
     outs = run_jobs(jobs, starts, tok, workers)
-    stored = {"jobs": keys, "specs": [job_spec(j) for j in jobs], "outputs": [to_json(o) for o in outs]}
+    stored = {"jobs": keys, "specs": [job_spec(j) for j in jobs],
+              "outputs": [to_json(o) for o in outs]}
     write_text_atomically(path, json.dumps(stored, indent=0, sort_keys=True) + "\n")
     return [from_json(to_json(o)) for o in outs]        # what a later read returns, exactly
 
@@ -122,7 +125,8 @@ def stored_endpoints(name: str, configs, tok: Tokenizer, seed: int = 0, workers:
             return stored["endpoints"]
     ends = [{"steps": e["steps"], "val_greedy": e["val_greedy"]}
             for e in sft_endpoints(configs, tok, seed, workers)]
-    specs = [job_spec(Job(0, c))["cfg"] for c in configs]     # config_from_spec rebuilds each config
+    # config_from_spec rebuilds each config
+    specs = [job_spec(Job(0, c))["cfg"] for c in configs]
     text = json.dumps({"keys": keys, "specs": specs, "endpoints": ends}, indent=0, sort_keys=True)
     write_text_atomically(path, text + "\n")
     return json.loads(json.dumps(ends))
@@ -136,5 +140,5 @@ def config_from_spec(spec: dict) -> SFTConfig:
     return cfg
 
 
-__all__ = ["stored_jobs", "stored_endpoints", "config_from_spec", "to_json", "from_json", "job_spec",
-           "job_from_spec", "RUNS_DIR", "ENDPOINTS_DIR"]
+__all__ = ["stored_jobs", "stored_endpoints", "config_from_spec", "to_json", "from_json",
+           "job_spec", "job_from_spec", "RUNS_DIR", "ENDPOINTS_DIR"]

@@ -5,8 +5,9 @@ solution whose lines carry calculator annotations ``<<48/2=24>>`` and end in ``#
 
 Generator
     ``make_problem(rng, steps, ...)`` builds one problem of 1-4 arithmetic steps from a few
-    templates (names, objects, verbs). ``make_splits(n_train, n_test, seed)`` gives disjoint train and
-    test lists, deterministic by seed (a problem goes to test when a hash of its question says so).
+    templates (names, objects, verbs). ``make_splits(n_train, n_test, seed)`` gives disjoint train
+    and test lists, deterministic by seed (a problem goes to test when a hash of its question says
+    so).
 Verifier
     ``grpo.lm.verifier`` (``extract_answer``, ``reward``, ``strict_reward``, ``reference_answer``,
     ``check_annotations``, ``safe_arith``), re-exported here. ``answer_only(problems)`` cuts each
@@ -35,7 +36,8 @@ from .verifier import reference_answer, reward, safe_arith, strict_reward  # noq
 
 NAMES = [("Mia", "she", "her"), ("Leo", "he", "him"), ("Ava", "she", "her"), ("Sam", "he", "him"),
          ("Zoe", "she", "her"), ("Omar", "he", "him"), ("Ines", "she", "her"), ("Tom", "he", "him"),
-         ("Lena", "she", "her"), ("Ravi", "he", "him"), ("Nora", "she", "her"), ("Kai", "he", "him")]
+         ("Lena", "she", "her"), ("Ravi", "he", "him"), ("Nora", "she", "her"),
+         ("Kai", "he", "him")]
 OBJECTS = ["apples", "stamps", "marbles", "cookies", "pencils", "shells", "cards", "books",
            "eggs", "coins"]
 OPS = ("buy", "gift", "give", "lose", "times", "share")
@@ -59,7 +61,8 @@ def make_problem(rng: random.Random, steps: int, max_add: int = 10, max_factor: 
     if steps not in (1, 2, 3, 4):
         raise ValueError(f"steps must be 1-4, got {steps}")
     if max_add < 2 or max_factor < 2 or max_value < max(max_add, 2 * max_factor):
-        raise ValueError("need max_add >= 2, max_factor >= 2, max_value >= max(max_add, 2*max_factor)")
+        raise ValueError("need max_add >= 2, max_factor >= 2, max_value >= max(max_add, "
+                         "2*max_factor)")
     name, she, her = rng.choice(NAMES)
     friend = rng.choice([n for n, _, _ in NAMES if n != name])
     obj = rng.choice(OBJECTS)
@@ -168,7 +171,8 @@ def make_splits(n_train: int, n_test: int, seed: int = 0, step_weights=(0.3, 0.3
     measures how many). ``step_weights`` are the probabilities of 1, 2, 3 and 4 steps; ``knobs``
     go to ``make_problem``.
     """
-    if n_train < 0 or n_test < 0 or len(step_weights) != 4 or min(step_weights) < 0 or sum(step_weights) <= 0:
+    if (n_train < 0 or n_test < 0 or len(step_weights) != 4 or min(step_weights) < 0
+            or sum(step_weights) <= 0):
         raise ValueError("need n_train, n_test >= 0 and four non-negative step_weights")
     if by not in SPLITS_BY:
         raise ValueError(f"by must be one of {SPLITS_BY}, got {by!r}")
@@ -212,7 +216,8 @@ class Protocol:
         scored on these (``splits()`` is unchanged by drawing them)."""
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             raise ValueError(f"n must be an int >= 1, got {n!r}")
-        return make_splits(self.n_train, self.n_test + n, self.seed, self.step_weights)[1][self.n_test:]
+        return make_splits(self.n_train, self.n_test + n, self.seed,
+                           self.step_weights)[1][self.n_test:]
 
 
 PROTOCOL = Protocol()
@@ -227,7 +232,8 @@ def prompt_text(question: str) -> str:
 
 def encode_problem(tok, problem: dict) -> tuple[list[int], list[int]]:
     """(prompt ids, solution ids + <eos>) of one problem."""
-    return tok.encode(prompt_text(problem["question"])), tok.encode(problem["answer"]) + [tok.eos_id]
+    prompt = tok.encode(prompt_text(problem["question"]))
+    return prompt, tok.encode(problem["answer"]) + [tok.eos_id]
 
 
 def answer_only(problems: list[dict]) -> list[dict]:
@@ -269,7 +275,8 @@ def read_jsonl(path) -> list[dict]:
             row = json.loads(line)
             if not isinstance(row, dict) or not isinstance(row.get("question"), str) \
                     or not isinstance(row.get("answer"), str):
-                raise ValueError(f"{path}:{i}: expected an object with string 'question' and 'answer'")
+                raise ValueError(f"{path}:{i}: expected an object with string 'question' and "
+                                 "'answer'")
             rows.append({"question": row["question"], "answer": row["answer"]})
     return rows
 
@@ -294,7 +301,8 @@ def load_gsm8k_hf(split: str = "test") -> list[dict]:
     if split not in ("train", "test"):
         raise ValueError(f"split must be 'train' or 'test', got {split!r}")
     if os.environ.get("HF_HUB_OFFLINE") == "1" or os.environ.get("HF_DATASETS_OFFLINE") == "1":
-        raise RuntimeError("HF_HUB_OFFLINE is set: no hub download. " + GSM8K_HELP.format(dir="data/gsm8k"))
+        raise RuntimeError("HF_HUB_OFFLINE is set: no hub download. "
+                           + GSM8K_HELP.format(dir="data/gsm8k"))
     try:
         import datasets
     except ImportError as e:

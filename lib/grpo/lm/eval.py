@@ -28,17 +28,18 @@ def completions(model, tok, problems, n=1, temperature=None, generator=None, top
     if not isinstance(batch, int) or batch < 1:
         raise ValueError(f"batch must be an int >= 1, got {batch!r}")
     if temperature is None and n != 1:
-        raise ValueError(f"greedy decoding (temperature=None) gives one completion per problem, not "
-                         f"n = {n}: pass a temperature to sample {n}")
+        raise ValueError("greedy decoding (temperature=None) gives one completion per problem, "
+                         f"not n = {n}: pass a temperature to sample {n}")
     out = []
     per = max(1, batch // n)
     for i in range(0, len(problems), per):
         prompts = [encode_problem(tok, p)[0] for p in problems[i:i + per]]
         if temperature is None:
-            tokens, _, mask = sample(model, prompts, 1, max_new_tokens, eos_id=tok.eos_id, greedy=True)
+            tokens, _, mask = sample(model, prompts, 1, max_new_tokens, eos_id=tok.eos_id,
+                                     greedy=True)
         else:
-            tokens, _, mask = sample(model, prompts, n, max_new_tokens, temperature, top_p, generator,
-                                     eos_id=tok.eos_id)
+            tokens, _, mask = sample(model, prompts, n, max_new_tokens, temperature, top_p,
+                                     generator, eos_id=tok.eos_id)
         texts = [tok.decode(row[m].tolist()) for row, m in zip(tokens, mask)]
         k = 1 if temperature is None else n
         out += [texts[j:j + k] for j in range(0, len(texts), k)]
@@ -55,10 +56,12 @@ def rewards(problems, texts) -> np.ndarray:
         raise ValueError(f"need one row of texts per problem, and at least one problem: got "
                          f"{len(problems)} problems, {len(texts)} rows")
     if any(isinstance(row, str) for row in texts):
-        raise ValueError("texts must be rows (lists) of completions, one row per problem, not strings")
+        raise ValueError("texts must be rows (lists) of completions, one row per problem, not "
+                         "strings")
     for p in problems:
         reference_answer(p["answer"])
-    return np.array([[reward(t, p["answer"]) for t in row] for p, row in zip(problems, texts, strict=True)])
+    return np.array([[reward(t, p["answer"]) for t in row]
+                     for p, row in zip(problems, texts, strict=True)])
 
 
 SCORES = ("verifier", "strict", "short")
@@ -85,20 +88,23 @@ def outcomes(model, tok, problems, samples: int = 4, temperature: float = 0.7, s
     ``seed``; with ``annotations``, also ``annotations_ok`` (P, samples): the sample shows at least
     one ``<<a=b>>`` and every one is right."""
     model.eval()
-    greedy = rewards(problems, completions(model, tok, problems, max_new_tokens=max_new_tokens))[:, 0]
+    greedy_texts = completions(model, tok, problems, max_new_tokens=max_new_tokens)
+    greedy = rewards(problems, greedy_texts)[:, 0]
     gen = torch.Generator().manual_seed(seed)
     texts = completions(model, tok, problems, n=samples, temperature=temperature, generator=gen,
                         max_new_tokens=max_new_tokens)
     out = {"greedy": greedy, "sampled": rewards(problems, texts)}
     if annotations:
         out["annotations_ok"] = np.array([[bool(notes) and all(a["ok"] for a in notes)
-                                           for notes in map(check_annotations, row)] for row in texts])
+                                           for notes in map(check_annotations,
+                                                            row)] for row in texts])
     return out
 
 
 def evaluate(model, tok, problems, samples: int = 4, temperature: float = 0.7, seed: int = 0,
              max_new_tokens: int = 96) -> dict:
-    """Held-out accuracy: greedy, and sampled at ``temperature`` (mean over ``samples`` per problem)."""
+    """Held-out accuracy: greedy, and sampled at
+    ``temperature`` (mean over ``samples`` per problem)."""
     o = outcomes(model, tok, problems, samples, temperature, seed, max_new_tokens)
     return {"greedy": float(o["greedy"].mean()), "sampled": float(o["sampled"].mean())}
 
@@ -113,8 +119,8 @@ def pass_at_k_per_problem(correct, k: int) -> np.ndarray:
     """``pass_at_k`` for each problem, (problems,) in [0, 1]: what a paired test of pass@k needs."""
     correct = np.asarray(correct)
     if correct.ndim != 2 or correct.shape[0] == 0:
-        raise ValueError(f"correct must be a (problems, n) array with at least one problem, got shape "
-                         f"{correct.shape}")
+        raise ValueError("correct must be a (problems, n) array with at least one problem, got "
+                         f"shape {correct.shape}")
     if not np.isin(correct, (0, 1)).all():
         raise ValueError(f"correct must hold only 0/1 (or False/True), got values "
                          f"{sorted(set(np.unique(correct).tolist()) - {0, 1})[:5]}")
@@ -125,4 +131,5 @@ def pass_at_k_per_problem(correct, k: int) -> np.ndarray:
     return np.array([1.0 - math.comb(n - int(ci), k) / math.comb(n, k) for ci in c])
 
 
-__all__ = ["completions", "rewards", "score", "outcomes", "evaluate", "pass_at_k", "pass_at_k_per_problem"]
+__all__ = ["completions", "rewards", "score", "outcomes", "evaluate", "pass_at_k",
+           "pass_at_k_per_problem"]

@@ -15,9 +15,10 @@ k3 term penalises (to the reference at T, rather than at 1). ``grpo_loss`` turns
     rho_it = pi_theta / pi_old,  A_i = (r_i - mean r) / std r within the group,
     k3_it = pi_ref/pi_theta - log(pi_ref/pi_theta) - 1.
 
-It reuses the book's one home for each idea: the group z-score is ``grpo.objectives.grpo_advantages``
-(chapter 4: all-equal groups give exactly 0), the clip is ``grpo.surrogate.clipped_surrogate``
-(chapter 6) and the KL is ``grpo.kl.kl_k3`` (chapter 5). The variants are parameters:
+It reuses the book's one home for each idea: the group z-score is
+``grpo.objectives.grpo_advantages`` (chapter 4: all-equal groups give exactly 0), the clip is
+``grpo.surrogate.clipped_surrogate`` (chapter 6) and the KL is ``grpo.kl.kl_k3`` (chapter 5). The
+variants are parameters:
 
 - ``advantage``: "zscore" (DeepSeekMath), "center" (r - mean r, no std: Dr. GRPO), "raw" (r: no
   baseline at all);
@@ -53,22 +54,25 @@ AGGREGATIONS = ("sequence", "token", "constant")
 
 @dataclass(frozen=True)
 class LossOptions:
-    """``grpo_loss``'s options in one frozen place: ``PRESETS`` are instances, and ``RunConfig`` (our
-    GPT) and ``HFConfig`` (Hugging Face models) extend it. It unpacks like a dict of exactly these
-    fields, so ``grpo_loss(..., **cfg)`` passes a config's loss options and nothing else."""
-    advantage: str = "zscore"          # "zscore" | "center" (no std) | "rloo" (leave-one-out) | "raw"
+    """``grpo_loss``'s options in one frozen place: ``PRESETS`` are instances, and ``RunConfig``
+    (our GPT) and ``HFConfig`` (Hugging Face models) extend it. It unpacks like a dict of exactly
+    these fields, so ``grpo_loss(..., **cfg)`` passes a config's loss options and nothing else."""
+    # "zscore" | "center" (no std) | "rloo" (leave-one-out) | "raw"
+    advantage: str = "zscore"
     clip: bool = True
     eps_low: float = 0.2
     eps_high: float | None = None      # None: symmetric clip; 0.28: DAPO's clip-higher
     beta: float = 0.04                 # k3 KL to the frozen reference, in the loss
     kl_ratio: bool = False             # weight k3 by the ratio (TRL's use_bias_correction_kl)
-    aggregation: str = "sequence"      # "sequence" (1/|o_i|) | "token" (DAPO) | "constant" (Dr. GRPO)
+    # "sequence" (1/|o_i|) | "token" (DAPO) | "constant" (Dr. GRPO)
+    aggregation: str = "sequence"
 
     def __post_init__(self):
         name = type(self).__name__
         checks.choice(f"{name}.advantage", self.advantage, ADVANTAGES)
         checks.boolean(f"{name}.clip", self.clip)
-        checks.number(f"{name}.eps_low", self.eps_low, minimum=0, maximum=1, low_open=True, high_open=True)
+        checks.number(f"{name}.eps_low", self.eps_low, minimum=0, maximum=1, low_open=True,
+                      high_open=True)
         checks.optional(checks.positive, f"{name}.eps_high", self.eps_high)
         checks.non_negative(f"{name}.beta", self.beta)
         checks.boolean(f"{name}.kl_ratio", self.kl_ratio)
@@ -112,8 +116,9 @@ PRESETS = {
 def group_advantages(rewards, advantage: str = "zscore") -> torch.Tensor:
     """(B, G) rewards -> (B, G) advantages, one per completion.
 
-    "zscore": ``grpo.objectives.grpo_advantages`` on each group ((r - mean) / (std + 1e-8), population
-    std; an all-equal group gives exactly 0). "center": r - mean, exactly 0 on all-equal groups.
+    "zscore": ``grpo.objectives.grpo_advantages`` on each group ((r - mean) / (std + 1e-8),
+    population std; an all-equal group gives exactly 0). "center": r - mean, exactly 0 on
+    all-equal groups.
     "rloo": r_i minus the mean of the group's *other* G - 1 rewards, the leave-one-out baseline
     of RLOO (Ahmadian et al. 2024), which is G / (G - 1) times "center": exactly 0 on all-equal
     groups. "raw": r itself (no baseline: an all-right group still pushes every answer up).
@@ -219,9 +224,10 @@ def grpo_update(logprobs, optimizer, mask, rewards, logp_old=None, logp_ref=None
             out = logprobs(c)
             logp, entropy = out if isinstance(out, tuple) else (out, None)
             old[j] = logp.detach() if old[j] is None else old[j]
-            loss, stats = grpo_loss(logp, old[j], None if logp_ref is None else logp_ref[c], mask[c],
-                                    rewards[c.start // G:c.stop // G],
-                                    entropy=None if entropy is None else entropy.detach(), **options)
+            loss, stats = grpo_loss(logp, old[j], None if logp_ref is None else logp_ref[c],
+                                    mask[c], rewards[c.start // G:c.stop // G],
+                                    entropy=None if entropy is None else entropy.detach(),
+                                    **options)
             # each chunk's share of the whole batch's average: its tokens, or its completions
             by_tokens = float(mask[c].sum() / tokens)
             by_rows = (c.stop - c.start) / N
@@ -240,9 +246,9 @@ def grpo_update(logprobs, optimizer, mask, rewards, logp_old=None, logp_ref=None
 def dynamic_sampling(draw, n_groups: int, max_draws: int = 10):
     """DAPO's dynamic sampling: draw until ``n_groups`` groups whose rewards are not all equal.
 
-    ``draw()`` samples a fresh batch and returns ``(groups, rewards)``: a list of b groups (anything:
-    token ids, texts) and their (b, G) rewards. All-equal groups (accuracy 0 or 1) have zero
-    advantage and give no gradient, so they are dropped, and the batch is filled to exactly
+    ``draw()`` samples a fresh batch and returns ``(groups, rewards)``: a list of b groups
+    (anything: token ids, texts) and their (b, G) rewards. All-equal groups (accuracy 0 or 1) have
+    zero advantage and give no gradient, so they are dropped, and the batch is filled to exactly
     ``n_groups`` (surplus dropped). Returns ``(groups, rewards, draws)``; after ``max_draws``
     draws it returns what it has, possibly fewer than ``n_groups``.
     """
@@ -255,7 +261,8 @@ def dynamic_sampling(draw, n_groups: int, max_draws: int = 10):
         groups, rewards = draw()
         rewards = _check_rewards(rewards)
         if len(groups) != rewards.shape[0]:
-            raise ValueError(f"draw() returned {len(groups)} groups but {rewards.shape[0]} reward rows")
+            raise ValueError(f"draw() returned {len(groups)} groups but {rewards.shape[0]} reward "
+                             "rows")
         draws += 1
         informative = ~(rewards == rewards[:, :1]).all(1)
         for i in torch.nonzero(informative).flatten().tolist()[:n_groups - len(kept_groups)]:
@@ -295,7 +302,8 @@ def _check_loss_inputs(logp, logp_old, logp_ref, mask, rewards, beta, aggregatio
     for name, x in (("logp", logp), ("logp_old", logp_old), ("entropy", entropy)):
         if x is not None and not torch.isfinite(x.detach()).all():
             raise ValueError(f"{name} contains NaN or inf (fill padding positions with 0)")
-    if logp_ref is not None and (torch.isnan(logp_ref).any() or (torch.isinf(logp_ref) & (mask == 0)).any()):
+    if logp_ref is not None and (torch.isnan(logp_ref).any()
+                                 or (torch.isinf(logp_ref) & (mask == 0)).any()):
         raise ValueError("logp_ref contains NaN, or inf on padding (fill padding positions with 0)")
     if not ((mask == 0) | (mask == 1)).all():
         raise ValueError("mask must hold only 0/1 (or False/True)")
@@ -309,8 +317,8 @@ def _check_loss_inputs(logp, logp_old, logp_ref, mask, rewards, beta, aggregatio
     if aggregation not in AGGREGATIONS:
         raise ValueError(f"aggregation must be one of {AGGREGATIONS}, got {aggregation!r}")
     if aggregation == "constant" and max_tokens is None:
-        raise ValueError("aggregation='constant' needs max_tokens, the generation budget: dividing by "
-                         "the batch's padded width would make the loss depend on the padding")
+        raise ValueError("aggregation='constant' needs max_tokens, the generation budget: dividing "
+                         "by the batch's padded width would make the loss depend on the padding")
     if max_tokens is not None and not (isinstance(max_tokens, int)
                                        and max_tokens >= int(mask.sum(1).max())):
         raise ValueError(f"max_tokens must be an int >= the longest completion "

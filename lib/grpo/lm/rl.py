@@ -50,24 +50,31 @@ class RunConfig(LossOptions):
     reuse: int = 1                     # K: optimizer steps per sampled batch
     dynamic_sampling: bool = False     # DAPO: refill the batch with groups that are not all-equal
     grad_clip: float = 1.0
-    reward: str = "verifier"           # "verifier" | "strict" (and every <<a=b>> right) | "short" (sanity)
+    # "verifier" | "strict" (and every <<a=b>> right) | "short" (sanity)
+    reward: str = "verifier"
     #                                    | "random": Bernoulli at the batch's verifier success rate
     eval_every: int = 20
     eval_problems: int = 500
     eval_samples: int = 4              # sampled completions per held-out problem (pass@1 at T)
     eval_temperature: float = 0.7      # the held-out sampled accuracy's T (chapter 7's 0.7)
     eval_at_start: bool = True         # False: skip iteration 0's evaluation (every run shares it)
-    final_samples: int = 0             # > 0: at the end, this many samples per held-out problem (pass@k)
-    held_out: int = 0                  # > 0: at the end, per-problem outcomes on PROTOCOL.held_out(n)
-    train_pool: int = 0                # > 0: practise on the first N training problems only, evaluate them
-    answer_format: str = "worked"      # run_all's start: "worked" (chapter 7) | "answer_only" (its twin)
+    # > 0: at the end, this many samples per held-out problem (pass@k)
+    final_samples: int = 0
+    # > 0: at the end, per-problem outcomes on PROTOCOL.held_out(n)
+    held_out: int = 0
+    # > 0: practise on the first N training problems only, evaluate them
+    train_pool: int = 0
+    # run_all's start: "worked" (chapter 7) | "answer_only" (its twin)
+    answer_format: str = "worked"
     seed: int = 0
 
     def __post_init__(self):
         """Every setting, at construction: a ValueError naming the field and its value."""
         super().__post_init__()
-        for name, low in (("iterations", 0), ("prompts", 1), ("G", 2), ("reuse", 1), ("eval_every", 1),
-                          ("eval_problems", 1), ("eval_samples", 1), ("max_new_tokens", 1), ("warmup", 0),
+        for name, low in (("iterations", 0), ("prompts", 1), ("G", 2), ("reuse", 1),
+                          ("eval_every", 1),
+                          ("eval_problems", 1), ("eval_samples", 1), ("max_new_tokens", 1),
+                          ("warmup", 0),
                           ("final_samples", 0), ("held_out", 0), ("train_pool", 0), ("seed", 0)):
             checks.integer(f"RunConfig.{name}", getattr(self, name), minimum=low)
         for name in ("lr", "temperature", "eval_temperature"):
@@ -78,8 +85,8 @@ class RunConfig(LossOptions):
         checks.choice("RunConfig.reward", self.reward, REWARDS)
         checks.choice("RunConfig.answer_format", self.answer_format, ("worked", "answer_only"))
         if 0 < self.train_pool < self.prompts:
-            raise ValueError(f"RunConfig.train_pool must be 0 (all) or >= prompts = {self.prompts}, "
-                             f"got {self.train_pool}")
+            raise ValueError("RunConfig.train_pool must be 0 (all) or >= prompts = "
+                             f"{self.prompts}, got {self.train_pool}")
 
 
 # Adam's (beta1, beta2) here: beta2 0.99 rather than PyTorch's 0.999, so the second-moment estimate
@@ -90,16 +97,18 @@ ADAM_BETAS = (0.9, 0.99)
 def _check_config(cfg: RunConfig, train=None, test=None) -> None:
     """The data a run needs, before any compute (the config checked itself at construction)."""
     if train is not None and len(train[:cfg.train_pool or None]) < cfg.prompts:
-        raise ValueError(f"{len(train[:cfg.train_pool or None])} training problems cannot fill a batch "
-                         f"of prompts = {cfg.prompts}")
+        raise ValueError(f"{len(train[:cfg.train_pool or None])} training problems cannot fill a "
+                         f"batch of prompts = {cfg.prompts}")
     if test is not None and len(test) == 0:
         raise ValueError("the held-out test set is empty: evaluation needs at least one problem")
-    for problems in (train, test):                   # an unreadable reference would score every sample 0
+    # an unreadable reference would score every sample 0
+    for problems in (train, test):
         for p in problems or ():
             reference_answer(p["answer"])
 
 
-LOG_KEYS = ("iteration", "reward_mean", "verifier_reward_mean", "degenerate_fraction", "entropy_mean",
+LOG_KEYS = ("iteration", "reward_mean", "verifier_reward_mean", "degenerate_fraction",
+            "entropy_mean",
             "kl_mean", "clip_fraction", "completion_length_mean", "sample_s", "ref_s", "update_s")
 
 
@@ -110,7 +119,8 @@ class Group(NamedTuple):
     logp_old: torch.Tensor             # (G, L) the sampler's log-probs: pi_old's, at the sampling T
     mask: torch.Tensor                 # (G, L) True on completion tokens, <eos> included
     rewards: torch.Tensor              # (G,) the rewards GRPO trains on
-    verifier: torch.Tensor             # (G,) the verifier's 0/1 (the rewards, unless cfg.reward differs)
+    # (G,) the verifier's 0/1 (the rewards, unless cfg.reward differs)
+    verifier: torch.Tensor
 
 
 def sample_groups(policy, tok, problems, cfg: RunConfig, generator,
@@ -141,7 +151,8 @@ def _stack(groups: list[Group]):
     and mask (padded to the widest), and (B, G) rewards."""
     L = max(g.tokens.shape[1] for g in groups)
     pad = [(0, L - g.tokens.shape[1]) for g in groups]
-    return ([g.prompt for g in groups], torch.cat([F.pad(g.tokens, w) for g, w in zip(groups, pad)]),
+    return ([g.prompt for g in groups],
+            torch.cat([F.pad(g.tokens, w) for g, w in zip(groups, pad)]),
             torch.cat([F.pad(g.logp_old, w) for g, w in zip(groups, pad)]),
             torch.cat([F.pad(g.mask, w) for g, w in zip(groups, pad)]),
             torch.stack([g.rewards for g in groups]))
@@ -244,22 +255,23 @@ def _evaluate_into(evals, it, policy, tok, train, test, cfg) -> None:
                 evals.setdefault(prefix + key, []).append(e[key])
 
 
-def continued_sft(model, tok, train, test, cfg: SFTConfig, eval_problems: int = 500, eval_samples: int = 4,
-                  eval_temperature: float = 0.7, held_out: int = 0) -> dict:
+def continued_sft(model, tok, train, test, cfg: SFTConfig, eval_problems: int = 500,
+                  eval_samples: int = 4, eval_temperature: float = 0.7, held_out: int = 0) -> dict:
     """The control: more SFT from the same checkpoint, evaluated as ``train_grpo`` evaluates (with
     ``held_out``, also its per-problem outcomes on ``PROTOCOL.held_out(held_out)``)."""
     history = sft(model, tok, train, test, cfg)
     out = {"history": history, "evals": evaluate(model, tok, test[:eval_problems], eval_samples,
                                                  eval_temperature, seed=PROTOCOL.eval_seed)}
     if held_out:
-        out["held_out"] = outcomes(model, tok, PROTOCOL.held_out(held_out), eval_samples, eval_temperature,
-                                   PROTOCOL.eval_seed)
+        out["held_out"] = outcomes(model, tok, PROTOCOL.held_out(held_out), eval_samples,
+                                   eval_temperature, PROTOCOL.eval_seed)
     return out
 
 
 @dataclass(frozen=True)
 class EIConfig:
-    """Expert iteration (rejection-sampling fine-tuning): GRPO's sampling, then SFT on the right samples."""
+    """Expert iteration (rejection-sampling fine-tuning):
+    GRPO's sampling, then SFT on the right samples."""
     iterations: int = 240
     prompts: int = 32                  # B prompts, G completions each, as GRPO samples them
     G: int = 8
@@ -270,7 +282,8 @@ class EIConfig:
     weight_decay: float = 0.1
     betas: tuple = (0.9, 0.95)
     batch_size: int = 32               # one pass over the kept completions, in batches of this size
-    keep: str = "verifier"             # keep samples "verifier" marks right | "strict" (and every <<a=b>>)
+    # keep samples "verifier" marks right | "strict" (and every <<a=b>>)
+    keep: str = "verifier"
     grad_clip: float = 1.0
     eval_every: int = 40
     eval_problems: int = 500
@@ -297,7 +310,8 @@ def expert_iteration(policy, tok, train: list[dict], test: list[dict], cfg: EICo
     context, the kept completion the target). Returns the log and the held-out evaluations."""
     if cfg.G < 2 or cfg.iterations < 1 or cfg.prompts > len(train) or not cfg.lr > 0 or not test \
             or cfg.keep not in ("verifier", "strict"):
-        raise ValueError(f"need G >= 2, iterations >= 1, lr > 0, prompts <= {len(train)} training problems, "
+        raise ValueError(f"need G >= 2, iterations >= 1, lr > 0, prompts <= {len(train)} training "
+                         "problems, "
                          f"a test set and keep 'verifier' or 'strict'; got {cfg}")
     torch.manual_seed(cfg.seed)
     rng, gen = random.Random(cfg.seed), torch.Generator().manual_seed(cfg.seed)
@@ -334,9 +348,11 @@ def expert_iteration(policy, tok, train: list[dict], test: list[dict], cfg: EICo
             log[key].append(value)
         if it % cfg.eval_every == 0 or it == cfg.iterations:
             policy.eval()
-            e = evaluate(policy, tok, test[:cfg.eval_problems], cfg.eval_samples, cfg.eval_temperature,
+            e = evaluate(policy, tok, test[:cfg.eval_problems], cfg.eval_samples,
+                         cfg.eval_temperature,
                          seed=PROTOCOL.eval_seed, max_new_tokens=cfg.max_new_tokens)
-            for key, value in (("iteration", it), ("greedy", e["greedy"]), ("sampled", e["sampled"])):
+            for key, value in (("iteration", it), ("greedy", e["greedy"]),
+                               ("sampled", e["sampled"])):
                 evals.setdefault(key, []).append(value)
     policy.eval()
     return {"config": asdict(cfg), "log": log, "evals": evals}
@@ -368,5 +384,5 @@ def run_all(configs, workers: int = 2, sft_held_out: int = 0) -> list[dict]:
     return parallel_map(_job, [(c, sft_held_out) for c in configs], workers, desc="GRPO runs")
 
 
-__all__ = ["RunConfig", "train_grpo", "EIConfig", "expert_iteration", "evaluate", "outcomes", "pass_at_k",
-           "continued_sft", "run_all", "score"]
+__all__ = ["RunConfig", "train_grpo", "EIConfig", "expert_iteration", "evaluate", "outcomes",
+           "pass_at_k", "continued_sft", "run_all", "score"]

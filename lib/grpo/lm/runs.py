@@ -10,9 +10,9 @@ held-out problems that choose nothing. Chapter 8 reads these files; ``tests/test
 re-runs each run's first iterations and checks that the stored log is what this code produces, to
 the last bit.
 
-    python -m grpo.lm.runs --list                 # the registry
-    python -m grpo.lm.runs grpo_lr5e-05 start     # some runs
-    python -m grpo.lm.runs --all --workers 2      # every run (plateau_sft before the runs it starts)
+    python -m grpo.lm.runs --list               # the registry
+    python -m grpo.lm.runs grpo_lr5e-05 start   # some runs
+    python -m grpo.lm.runs --all --workers 2    # every run (plateau_sft before those it starts)
 """
 from __future__ import annotations
 
@@ -45,8 +45,10 @@ class Stored:
     """One stored run: what it does (``kind``), from which checkpoint, with which config."""
     kind: str                           # "evaluate" | "grpo" | "expert_iteration" | "sft"
     config: object = None               # RunConfig | EIConfig | SFTConfig (None: "evaluate")
-    start: str = "worked"               # "worked": chapter 7's checkpoint | "plateau": PLATEAU_CHECKPOINT
-    train_pool: int = 0                 # "sft": train on the first N training problems only; also score them
+    # "worked": chapter 7's checkpoint | "plateau": PLATEAU_CHECKPOINT
+    start: str = "worked"
+    # "sft": train on the first N training problems only; also score them
+    train_pool: int = 0
     save_as: str = ""                   # write the final weights to data/models/<save_as>
     note: str = field(default="", compare=False)
 
@@ -60,17 +62,19 @@ SEEDS = (0, 1)
 VARIANT_LR = 1.5e-4
 VARIANT = replace(SWEEP, lr=VARIANT_LR)
 # SFT continued from chapter 7's checkpoint to the end of a 3,000-step cosine schedule.
-LONG_SFT = SFTConfig(steps=3000, batch_size=32, lr=3e-4, warmup=20, eval_every=500, eval_problems=200,
-                     seed=1)
+LONG_SFT = SFTConfig(steps=3000, batch_size=32, lr=3e-4, warmup=20, eval_every=500,
+                     eval_problems=200, seed=1)
 # GRPO from the long-SFT model: three lrs (one seed each), beside a random-reward arm at 5e-5;
 # about 9 CPU-minutes a run.
 FROM_LONG_SFT_LRS: tuple = (1.5e-5, 5e-5, 1.5e-4)
 FROM_LONG_SFT = replace(SWEEP, iterations=40, eval_every=20, eval_at_start=True)
-PRACTICE = replace(SWEEP, iterations=60, lr=3e-4, beta=0.0, train_pool=64, eval_every=20, eval_at_start=True)
+PRACTICE = replace(SWEEP, iterations=60, lr=3e-4, beta=0.0, train_pool=64, eval_every=20,
+                   eval_at_start=True)
 # Practice's SFT controls on the same 64 problems: at GRPO's CPU (6.1 / 0.166 CPU-s a step, as
-# measured in float32 when the probe was designed), and at GRPO's 30 passes over them (60 steps of 32).
-PRACTICE_SFT = SFTConfig(steps=2200, batch_size=32, lr=3e-4, warmup=20, eval_every=2200, eval_problems=200,
-                         seed=1)
+# measured in float32 when the probe was designed), and at GRPO's 30 passes over them (60 steps of
+# 32).
+PRACTICE_SFT = SFTConfig(steps=2200, batch_size=32, lr=3e-4, warmup=20, eval_every=2200,
+                         eval_problems=200, seed=1)
 PRACTICE_SFT_EPOCHS = replace(PRACTICE_SFT, steps=60, warmup=5, eval_every=60)
 EXPERT_ITERATION = EIConfig(iterations=200, warmup=10)
 EI_LRS = (3e-5, 1e-4)
@@ -90,9 +94,11 @@ RUNS: dict[str, Stored] = {
               note="Dr. GRPO's length normalisation: the token sum over a constant, not 1/|o_i|")
        for seed in SEEDS},
     "raw_advantage": Stored("grpo", replace(VARIANT, advantage="raw"),
-                            note="GRPO with 0/1 advantages (no baseline): between expert iteration and GRPO"),
+                            note="GRPO with 0/1 advantages (no baseline): between expert iteration "
+                                 "and GRPO"),
     "random_reward": Stored("grpo", replace(VARIANT, reward="random"),
-                            note="a reward that ignores the answer: Bernoulli at the batch's success rate"),
+                            note="a reward that ignores the answer: Bernoulli at the batch's "
+                                 "success rate"),
     **{f"expert_iteration_lr{lr:g}": Stored("expert_iteration", replace(EXPERT_ITERATION, lr=lr),
                                            note="sample 32 x 8, keep the right ones, one SFT pass")
        for lr in EI_LRS},
@@ -108,7 +114,8 @@ RUNS: dict[str, Stored] = {
        for lr in FROM_LONG_SFT_LRS},
     **({"from_long_sft_random": Stored("grpo", replace(FROM_LONG_SFT, lr=5e-5, reward="random"),
                                        start="plateau",
-                                       note="from the long-SFT model, a reward that ignores the answer")}
+                                       note="from the long-SFT model, a reward that ignores the "
+                                            "answer")}
        if FROM_LONG_SFT_LRS else {}),
 }
 
@@ -119,8 +126,9 @@ def _bits(a) -> str:
 
 def held_out_outcomes(model, tok, problems, samples: int = HELD_OUT_SAMPLES) -> dict:
     """Per-problem outcomes (``grpo.lm.eval.outcomes``) as 0/1 strings: ``greedy`` (one char a
-    problem), ``sampled`` and ``annotations_ok`` (``samples`` chars a problem: the verifier's reward,
-    and whether every ``<<a=b>>`` in that sample is right), and each problem's step count."""
+    problem), ``sampled`` and ``annotations_ok`` (``samples`` chars a problem: the verifier's
+    reward, and whether every ``<<a=b>>`` in that sample is right), and each problem's step
+    count."""
     o = outcomes(model, tok, problems, samples, 0.7, PROTOCOL.eval_seed, annotations=True)
     return {"greedy": _bits(o["greedy"]), "sampled": _bits(o["sampled"]),
             "annotations_ok": _bits(o["annotations_ok"]), "samples": samples,
@@ -185,7 +193,8 @@ def run(name: str) -> dict:
         save(model, MODELS_DIR / spec.save_as)
         model = load_sft(checkpoint=spec.save_as)[0]
     pool = spec.train_pool or getattr(spec.config, "train_pool", 0)
-    if pool:                                                      # the practised problems' own outcomes
+    # the practised problems' own outcomes
+    if pool:
         out["pool"] = held_out_outcomes(model, tok, train[:pool])
     out["held_out"] = held_out_outcomes(model, tok, PROTOCOL.held_out(HELD_OUT))
     out["cpu_s"] = round(time.process_time() - cpu0, 1)
@@ -212,7 +221,8 @@ def load_run(name: str, directory: Path | None = None, module: str = "grpo.lm.ru
     directory = RUNS_DIR if directory is None else directory
     path = directory / f"{name}.json"
     if not path.exists():
-        raise FileNotFoundError(f"no stored run {name!r} in {directory}: run `python -m {module} {name}`")
+        raise FileNotFoundError(f"no stored run {name!r} in {directory}: run `python -m {module} "
+                                f"{name}`")
     return json.loads(path.read_text())
 
 
@@ -235,14 +245,16 @@ def rerun(name: str, n: int = 2) -> dict:
     model, tok = start_model(spec)
     train, val = PROTOCOL.splits()
     if spec.kind == "grpo":
-        short = replace(cfg, iterations=n, eval_problems=1, eval_at_start=False, final_samples=0, held_out=0)
+        short = replace(cfg, iterations=n, eval_problems=1, eval_at_start=False, final_samples=0,
+                        held_out=0)
         log = train_grpo(model, tok, train, val, short)["log"]
     elif spec.kind == "expert_iteration":
-        log = expert_iteration(model, tok, train, val, replace(cfg, iterations=n, eval_problems=1))["log"]
+        log = expert_iteration(model, tok, train, val,
+                               replace(cfg, iterations=n, eval_problems=1))["log"]
     elif spec.kind == "sft":
         if n > cfg.warmup:
-            raise ValueError(f"replay SFT within its warm-up ({cfg.warmup} steps): after it, the lr depends "
-                             "on the total steps")
+            raise ValueError(f"replay SFT within its warm-up ({cfg.warmup} steps): after it, the "
+                             "lr depends on the total steps")
         pool = train[:spec.train_pool] if spec.train_pool else train
         history = sft(model, tok, pool, val, replace(cfg, steps=n, eval_problems=1, eval_every=n))
         log = {"step": history["step"], "loss": history["loss"]}
@@ -266,7 +278,8 @@ def replay(name: str, n: int = 2) -> tuple[dict, dict]:
 def rescore(name: str, n: int = 256) -> tuple[dict, dict]:
     """``(stored, now)``: the first ``n`` held-out outcomes of a stored run whose model is on disk
     (the evaluated start, or a run that saved its weights), and the same problems scored now.
-    With ``n`` a multiple of 256 every generation batch is as it was, so the two are equal to the bit."""
+    With ``n`` a multiple of 256 every generation batch is as it was, so the two are equal to the
+    bit."""
     spec = RUNS.get(name)
     if spec is None or not (spec.kind == "evaluate" or spec.save_as):
         raise ValueError(f"{name!r} has no model on disk to re-score: choose the start or a run "
@@ -282,7 +295,8 @@ def rescore(name: str, n: int = 256) -> tuple[dict, dict]:
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m grpo.lm.runs", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m grpo.lm.runs",
+                                     description=__doc__.split("\n\n")[0])
     parser.add_argument("names", nargs="*", help="registry entries to run (see --list)")
     parser.add_argument("--all", action="store_true", help="run every entry")
     parser.add_argument("--list", action="store_true", help="list the registry and exit")
@@ -295,10 +309,13 @@ def main(argv=None) -> None:
     names = list(RUNS) if args.all else args.names
     unknown = [n for n in names if n not in RUNS]
     if unknown or not names:
-        parser.error(f"unknown runs {unknown}; choose from {list(RUNS)}" if unknown else "name runs or --all")
-    first = [n for n in names if RUNS[n].start != "plateau"]     # plateau_sft writes what the rest start from
+        parser.error(f"unknown runs {unknown}; choose from {list(RUNS)}" if unknown
+                     else "name runs or --all")
+    # plateau_sft writes what the rest start from
+    first = [n for n in names if RUNS[n].start != "plateau"]
     for wave in (first, [n for n in names if n not in first]):
-        for path in parallel_map(_run_and_write, wave, args.workers, desc="stored runs") if wave else ():
+        for path in parallel_map(_run_and_write, wave, args.workers,
+                                 desc="stored runs") if wave else ():
             print("wrote", path)
 
 

@@ -1,9 +1,9 @@
 """A small byte-pair-encoding (BPE) tokenizer, trained locally with Hugging Face ``tokenizers``.
 
 Digits are split one by one (``48`` is ``4``, ``8``), so the model sees the same tokens in every
-number and must learn arithmetic digit by digit, as GSM8K-era BPE models with split digits do. Spaces
-are kept as a marker ``▁`` in front of a word (SentencePiece's Metaspace), newlines are tokens of
-their own, and decoding gives back the exact text.
+number and must learn arithmetic digit by digit, as GSM8K-era BPE models with split digits do.
+Spaces are kept as a marker ``▁`` in front of a word (SentencePiece's Metaspace), newlines are
+tokens of their own, and decoding gives back the exact text.
 
     tok = Tokenizer.train(texts, vocab_size=512)
     ids = tok.encode("Mia has 12 apples.")      # list[int]; unknown characters raise ValueError
@@ -26,7 +26,8 @@ SPECIALS = ["<pad>", "<eos>", "<unk>"]
 
 
 class Tokenizer:
-    """BPE with single digits. ``encode`` / ``decode`` round-trip any text made of known characters."""
+    """BPE with single digits. ``encode`` / ``decode``
+    round-trip any text made of known characters."""
 
     def __init__(self, hf: HFTokenizer):
         self.hf = hf
@@ -36,7 +37,8 @@ class Tokenizer:
 
     @classmethod
     def train(cls, texts, vocab_size: int = 512) -> "Tokenizer":
-        """Learn BPE merges from ``texts`` up to ``vocab_size`` tokens (fewer if the text saturates)."""
+        """Learn BPE merges from ``texts`` up to
+        ``vocab_size`` tokens (fewer if the text saturates)."""
         if vocab_size < 16:
             raise ValueError(f"vocab_size must be >= 16, got {vocab_size}")
         hf = HFTokenizer(models.BPE(unk_token="<unk>"))
@@ -46,7 +48,8 @@ class Tokenizer:
             pre_tokenizers.Digits(individual_digits=True),
         ])
         hf.decoder = decoders.Metaspace(replacement="▁", prepend_scheme="never", split=True)
-        trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=SPECIALS, show_progress=False)
+        trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=SPECIALS,
+                                      show_progress=False)
         hf.train_from_iterator(list(texts), trainer=trainer)
         return cls(hf)
 
@@ -70,7 +73,8 @@ class Tokenizer:
         return self.hf.get_vocab_size()
 
     def encode(self, text: str) -> list[int]:
-        """Token ids of ``text`` (no special tokens added). A character never seen in training raises."""
+        """Token ids of ``text`` (no special tokens added). A
+        character never seen in training raises."""
         if not isinstance(text, str):
             raise ValueError(f"encode takes a str, got {type(text).__name__}")
         enc = self.hf.encode(text, add_special_tokens=False)

@@ -31,7 +31,8 @@ from .tokenizer import Tokenizer
 
 MODELS_DIR = Path(__file__).resolve().parents[3] / "data" / "models"
 SFT_CHECKPOINT = "07_small_lm_sft.safetensors"
-ANSWER_ONLY_CHECKPOINT = "07_small_lm_answer_only.safetensors"    # its twin trained on answers alone
+# its twin trained on answers alone
+ANSWER_ONLY_CHECKPOINT = "07_small_lm_answer_only.safetensors"
 SFT_TOKENIZER = "07_small_lm_tokenizer.json"
 
 
@@ -98,20 +99,24 @@ def length_batches(encoded, cfg: SFTConfig, rng: random.Random):
             for r, j in enumerate(rows):
                 p, a = encoded[j]
                 ids[r, :len(p) + len(a)] = torch.tensor(p + a)
-                tgt[r, len(p) - 1:len(p) + len(a) - 1] = torch.tensor(a)    # predict each solution token
+                # predict each solution token
+                tgt[r, len(p) - 1:len(p) + len(a) - 1] = torch.tensor(a)
             yield ids[:, :-1], tgt[:, :-1]
 
 
 def sft_loss(model, ids, tgt):
-    """Mean cross-entropy of the solution tokens (targets -100 elsewhere), one ``length_batches`` batch."""
+    """Mean cross-entropy of the solution tokens (targets
+    -100 elsewhere), one ``length_batches`` batch."""
     logits = model(ids)
     return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), tgt.reshape(-1), ignore_index=-100)
 
 
-def sft(model, tok, train: list[dict], evals: list[dict], cfg: SFTConfig, keep_states: bool = False) -> dict:
-    """Train ``model`` in place on ``train``; return ``{"step", "loss", "eval_step", "eval_greedy"}``.
-    ``keep_states=True`` adds ``"states"``: a copy of the weights at every evaluation step (the
-    snapshots a start-point study needs; with a constant lr, a run stopped there is the same run)."""
+def sft(model, tok, train: list[dict], evals: list[dict], cfg: SFTConfig,
+        keep_states: bool = False) -> dict:
+    """Train ``model`` in place on ``train``; return ``{"step", "loss", "eval_step",
+    "eval_greedy"}``. ``keep_states=True`` adds ``"states"``: a copy of the weights at every
+    evaluation step (the snapshots a start-point study needs; with a constant lr, a run stopped
+    there is the same run)."""
     if cfg.lr <= 0 or cfg.steps < 1 or cfg.batch_size < 1 or not train:
         raise ValueError("need lr > 0, steps >= 1, batch_size >= 1 and training problems")
     if not evals or cfg.eval_problems < 1 or cfg.eval_every < 1:
@@ -125,7 +130,8 @@ def sft(model, tok, train: list[dict], evals: list[dict], cfg: SFTConfig, keep_s
     longest = max(range(len(encoded)), key=lambda j: len(encoded[j][0]) + len(encoded[j][1]))
     if max_len is not None and sum(map(len, encoded[longest])) - 1 > max_len:
         raise ValueError(f"training problem {longest} is {sum(map(len, encoded[longest]))} tokens "
-                         f"(question, solution, <eos>), more than the model's max_len + 1 = {max_len + 1}")
+                         "(question, solution, <eos>), more than the model's max_len + 1 = "
+                         f"{max_len + 1}")
     decay = [p for p in model.parameters() if p.dim() >= 2]
     no_decay = [p for p in model.parameters() if p.dim() < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": cfg.weight_decay},
@@ -153,7 +159,8 @@ def sft(model, tok, train: list[dict], evals: list[dict], cfg: SFTConfig, keep_s
             hist["eval_step"].append(step + 1)
             hist["eval_greedy"].append(float(acc))
             if keep_states:
-                hist["states"].append({k: v.detach().clone() for k, v in model.state_dict().items()})
+                state = model.state_dict()
+                hist["states"].append({k: v.detach().clone() for k, v in state.items()})
     model.eval()
     return hist
 
@@ -163,6 +170,7 @@ def load_sft(models_dir=MODELS_DIR, checkpoint=SFT_CHECKPOINT):
     also be ``ANSWER_ONLY_CHECKPOINT``, the same model trained on final answers alone."""
     model_path, tok_path = Path(models_dir) / checkpoint, Path(models_dir) / SFT_TOKENIZER
     if not model_path.exists() or not tok_path.exists():
-        raise FileNotFoundError(f"no SFT checkpoint in {models_dir}: run chapters/07_small_lm.ipynb "
-                                "(make execute NB=chapters/07_small_lm.ipynb) to write it")
+        raise FileNotFoundError(f"no SFT checkpoint in {models_dir}: run "
+                                "chapters/07_small_lm.ipynb (make execute "
+                                "NB=chapters/07_small_lm.ipynb) to write it")
     return load(model_path), Tokenizer.load(tok_path)

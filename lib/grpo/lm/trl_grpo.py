@@ -4,14 +4,14 @@
     accelerate launch --num_processes 8 -m grpo.lm.trl_grpo --config lib/grpo/lm/trl_grpo.yaml \\
         --model HuggingFaceTB/SmolLM2-135M-Instruct --bf16 true       # GPUs, the unquantized model
 
-The YAML holds ``grpo.lm.pretrained.RECIPE`` in TRL's terms (``tests/test_trl_launch.py`` checks that
-they agree, and runs one step of it offline on CPU); any flag after it overrides the file. The
+The YAML holds ``grpo.lm.pretrained.RECIPE`` in TRL's terms (``tests/test_trl_launch.py`` checks
+that they agree, and runs one step of it offline on CPU); any flag after it overrides the file. The
 problems are chapter 11's training split (one-step word problems, the question alone in the chat
 template) and the reward is the book's verifier on the last number (``last_number_reward``).
-``model``: a name in ``grpo.lm.hf.GGUF_MODELS`` (``smollm2``: the wheel's GGUF, dequantized once into
-``output_dir/start_model``, since TRL loads its reference model from the policy's path), a local
-directory, or a hub id. Where TRL differs from ``grpo.lm.hf.grpo_step``: its advantages divide by
-the unbiased std + 1e-4 (ours: the population std + 1e-8), and it samples with ``generate``, each
+``model``: a name in ``grpo.lm.hf.GGUF_MODELS`` (``smollm2``: the wheel's GGUF, dequantized once
+into ``output_dir/start_model``, since TRL loads its reference model from the policy's path), a
+local directory, or a hub id. Where TRL differs from ``grpo.lm.hf.grpo_step``: its advantages divide
+by the unbiased std + 1e-4 (ours: the population std + 1e-8), and it samples with ``generate``, each
 prompt repeated G times, so the same seed draws other completions.
 """
 from __future__ import annotations
@@ -30,7 +30,8 @@ class LaunchArgs:
     """What the YAML holds beside TRL's ``GRPOConfig``."""
     model: str = field(default="smollm2",
                        metadata={"help": "a name in GGUF_MODELS, a directory, or a hub id"})
-    gguf_file: str = field(default="", metadata={"help": "with a directory as model: the .gguf file in it"})
+    gguf_file: str = field(default="",
+                           metadata={"help": "with a directory as model: the .gguf file in it"})
     problems: int = field(default=0, metadata={"help": "the first N training problems (0: all)"})
 
 
@@ -67,7 +68,8 @@ def build_trainer(args: LaunchArgs, config):
 
 def main(argv=None):
     import trl
-    parser = trl.TrlParser((LaunchArgs, trl.GRPOConfig), prog="accelerate launch -m grpo.lm.trl_grpo")
+    parser = trl.TrlParser((LaunchArgs, trl.GRPOConfig),
+                           prog="accelerate launch -m grpo.lm.trl_grpo")
     args, config = parser.parse_args_and_config(args=argv)
     trainer = build_trainer(args, config)
     trainer.train()

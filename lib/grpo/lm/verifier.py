@@ -6,9 +6,9 @@ trailing units and punctuation are handled) and normalises it; ``reward(completi
 ``reference_answer(answer)`` reads a reference and raises ValueError when it is unreadable: the
 trainers' scoring checks references with it first, so a data bug cannot hide as all-zero groups.
 ``last_number_reward`` reads the last number instead of ``####``'s, for a model that answers in
-prose. ``strict_reward`` also requires every ``<<expr=value>>`` to be right. ``check_annotations(text)``
-recomputes each annotation with ``safe_arith``, a tiny parser for + - * / and parentheses: model
-text is never passed to ``eval``.
+prose. ``strict_reward`` also requires every ``<<expr=value>>`` to be right.
+``check_annotations(text)`` recomputes each annotation with ``safe_arith``, a tiny parser for + - *
+/ and parentheses: model text is never passed to ``eval``.
 """
 from __future__ import annotations
 
@@ -17,8 +17,10 @@ from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 
 _NUMBER = re.compile(r"[-\u2212]?\$?[0-9][0-9,]*(?:\.[0-9]+)?")
-_GROUPED = re.compile(r"[0-9]{1,3}(?:,[0-9]{3})*(?:\.[0-9]+)?|[0-9]+(?:\.[0-9]+)?")   # 1,234 or 1234
-_CONTINUES = re.compile(r"\s*[-\u2212+*/x\u00d7^]\s*[0-9]|[.,][0-9]|[eE][-+]?[0-9]")  # 1/2, 3-4, 0x10, 72.0.1
+# 1,234 or 1234
+_GROUPED = re.compile(r"[0-9]{1,3}(?:,[0-9]{3})*(?:\.[0-9]+)?|[0-9]+(?:\.[0-9]+)?")
+# 1/2, 3-4, 0x10, 72.0.1
+_CONTINUES = re.compile(r"\s*[-\u2212+*/x\u00d7^]\s*[0-9]|[.,][0-9]|[eE][-+]?[0-9]")
 _MAX_DIGITS = 64
 
 
@@ -71,7 +73,8 @@ def reference_answer(answer) -> str:
         ref = None
     if ref is None:
         shown = answer if len(repr(answer)) <= 80 else f"{repr(answer)[:77]}..."
-        raise ValueError(f"the reference answer has no readable number (a '#### n' line, or n): {shown!r}")
+        raise ValueError("the reference answer has no readable number (a '#### n' line, or n): "
+                         f"{shown!r}")
     return ref
 
 
@@ -116,8 +119,9 @@ def last_number_reward(completion, answer) -> float:
 
 def strict_reward(completion, answer) -> float:
     """The verifier AND the annotations: 1.0 if the completion's ``####`` number is right and it
-    shows at least one ``<<expr=value>>`` calculation, every one of them correct (``check_annotations``);
-    else 0.0. Never raises. A right answer reached through a wrong calculation scores 0."""
+    shows at least one ``<<expr=value>>`` calculation, every one of them correct
+    (``check_annotations``); else 0.0. Never raises. A right answer reached through a wrong
+    calculation scores 0."""
     notes = check_annotations(completion)
     return reward(completion, answer) if notes and all(n["ok"] for n in notes) else 0.0
 

@@ -225,9 +225,9 @@ def lift_gap(before, after, in_a, in_b, n_boot: int = 4000, seed: int = 0) -> Li
     seed_half = t975(S - 1) * float(per_seed.std(ddof=1)) / math.sqrt(S) if S > 1 else 0.0
     half = math.hypot(problem_half, seed_half)
     return Lift(points=gap, ci95=(gap - half, gap + half),
-                per_seed=tuple(float(v) for v in per_seed),
-                per_seed_ci95=(), problems=int(in_a.sum() + in_b.sum()), seeds=S,
-                problem_half=problem_half, seed_half=seed_half)
+                per_seed=tuple(float(v) for v in per_seed), per_seed_ci95=(),
+                problems=int(in_a.sum() + in_b.sum()), seeds=S, problem_half=problem_half,
+                seed_half=seed_half)
 
 
 @dataclass(frozen=True)

@@ -23,11 +23,10 @@ Modules (everything is re-exported here, so ``from grpo import lander; lander.tr
 """
 # ruff: noqa: F401  (re-exported: chapter 6, the tests and the benches use ``lander.<name>``)
 from .env import (ENV_ID, MAIN_ENGINE, N_ACTIONS, NO_ENGINE, OBS_DIM, SLEEP_STEPS, SOLVED,
-                  TEST_SEED0, TIME_LIMIT, TRAIN_SEEDS, VAL_SEED0, MLP,
-                  Episodes, Evaluator, Steps, StepCollector, check_obs, entropy_of,
-                  episode_outcomes, fly,
-                  load_actor, log_softmax, make_actor, make_critic, make_env, mlp, play_episodes,
-                  policy_logits, sample_actions, sleep_gate, start_obs, visited_state_entropy)
+                  TEST_SEED0, TIME_LIMIT, TRAIN_SEEDS, VAL_SEED0, MLP, Episodes, Evaluator, Steps,
+                  StepCollector, check_obs, entropy_of, episode_outcomes, fly, load_actor,
+                  log_softmax, make_actor, make_critic, make_env, mlp, play_episodes, policy_logits,
+                  sample_actions, sleep_gate, start_obs, visited_state_entropy)
 from .objectives import (GROUP_EPS, baseline_advantages, ended_at_terminal, episode_gae,
                          explained_variance, gae, grpo_loss, grpo_loss_grad, outcome_advantages,
                          ppo_loss_grad, process_advantages, ratio_stats, returns_to_go,

@@ -165,8 +165,8 @@ def play_episodes(envs, seeds, actor, rng, greedy: bool = False,
             if terminated or truncated:
                 active[i] = False
     return Episodes([np.array(o, np.float32) for o in ep_obs],
-                    [np.array(a, np.int64) for a in ep_act],
-                    [np.array(r, float) for r in ep_rew], [o.copy() for o in obs])
+                    [np.array(a, np.int64) for a in ep_act], [np.array(r, float) for r in ep_rew],
+                    [o.copy() for o in obs])
 
 
 def episode_outcomes(ep: Episodes) -> dict:

@@ -494,8 +494,8 @@ def _finish(spec, cfg, actor, track, extra) -> dict:
     for mode, net in chosen.items():
         net.load_state_dict(track.best_state[mode])
     flights = {"det": test.play(chosen["det"], True),
-               "sampled": test.play(chosen["sampled"], False),
-               "final_det": test.play(actor, True), "final_sampled": test.play(actor, False)}
+               "sampled": test.play(chosen["sampled"], False), "final_det": test.play(actor, True),
+               "final_sampled": test.play(actor, False)}
     out = {"algo": spec.algo, "seed": spec.seed, "env_steps": track.steps,
            "config": asdict(cfg), "curve": track.curve, "train_returns": track.train_returns,
            **{(f"test_{k}" if k in ("det", "sampled") else k): ep.returns.tolist()

@@ -192,8 +192,8 @@ def sample_completions(model, prompt_ids, prompt_mask, G: int, temperature: floa
             next_position = next_position[keep]
         attention = torch.cat([attention, attention.new_ones(len(rows), 1)], 1)
         logits = model(input_ids=tok[:, None], attention_mask=attention,
-                       position_ids=next_position[:, None],
-                       cache=cache, use_cache=True).logits[:, -1]
+                       position_ids=next_position[:, None], cache=cache,
+                       use_cache=True).logits[:, -1]
         next_position = next_position + 1
     tokens, logprobs = tokens[:, :t + 1], logprobs[:, :t + 1]
     is_eos = tokens == eos_id
@@ -473,8 +473,8 @@ def run(cfg: HFConfig, verifier=None, log=print):
 
 
 def _boolean(text: str) -> bool:
-    """A strict boolean for the command line: true/false,
-    1/0, yes/no (any case); anything else fails."""
+    """A strict boolean for the command line: true/false, 1/0,
+    yes/no (any case); anything else fails."""
     value = {"true": True, "1": True, "yes": True, "false": False, "0": False,
              "no": False}.get(text.lower())
     if value is None:

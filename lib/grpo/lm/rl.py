@@ -72,10 +72,9 @@ class RunConfig(LossOptions):
         """Every setting, at construction: a ValueError naming the field and its value."""
         super().__post_init__()
         for name, low in (("iterations", 0), ("prompts", 1), ("G", 2), ("reuse", 1),
-                          ("eval_every", 1),
-                          ("eval_problems", 1), ("eval_samples", 1), ("max_new_tokens", 1),
-                          ("warmup", 0),
-                          ("final_samples", 0), ("held_out", 0), ("train_pool", 0), ("seed", 0)):
+                          ("eval_every", 1), ("eval_problems", 1), ("eval_samples", 1),
+                          ("max_new_tokens", 1), ("warmup", 0), ("final_samples", 0),
+                          ("held_out", 0), ("train_pool", 0), ("seed", 0)):
             checks.integer(f"RunConfig.{name}", getattr(self, name), minimum=low)
         for name in ("lr", "temperature", "eval_temperature"):
             checks.positive(f"RunConfig.{name}", getattr(self, name))
@@ -108,8 +107,8 @@ def _check_config(cfg: RunConfig, train=None, test=None) -> None:
 
 
 LOG_KEYS = ("iteration", "reward_mean", "verifier_reward_mean", "degenerate_fraction",
-            "entropy_mean",
-            "kl_mean", "clip_fraction", "completion_length_mean", "sample_s", "ref_s", "update_s")
+            "entropy_mean", "kl_mean", "clip_fraction", "completion_length_mean", "sample_s",
+            "ref_s", "update_s")
 
 
 class Group(NamedTuple):
@@ -349,8 +348,8 @@ def expert_iteration(policy, tok, train: list[dict], test: list[dict], cfg: EICo
         if it % cfg.eval_every == 0 or it == cfg.iterations:
             policy.eval()
             e = evaluate(policy, tok, test[:cfg.eval_problems], cfg.eval_samples,
-                         cfg.eval_temperature,
-                         seed=PROTOCOL.eval_seed, max_new_tokens=cfg.max_new_tokens)
+                         cfg.eval_temperature, seed=PROTOCOL.eval_seed,
+                         max_new_tokens=cfg.max_new_tokens)
             for key, value in (("iteration", it), ("greedy", e["greedy"]),
                                ("sampled", e["sampled"])):
                 evals.setdefault(key, []).append(value)

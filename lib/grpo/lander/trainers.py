@@ -410,6 +410,20 @@ def log_diagnostics(diag: dict, steps: int, cfg: GRPOConfig, ep, clip_fracs, kls
         diag[k].append(row[k])
 
 
+def summarize_diagnostics(diag: dict, critic: bool) -> dict:
+    """A GRPO run's diagnostics (``log_diagnostics``'s lists) as medians and means over its
+    iterations; the critic's explained variance only for the controls that learn one."""
+    return {"degenerate_fraction": float(np.mean(diag["degenerate"])),
+            "near_degenerate_fraction": float(np.mean(diag["near_degenerate"])),
+            "kl_median": float(np.median(diag["kl_median"])),
+            "clip_fraction_median": float(np.median(diag["clip_fraction"])),
+            "clip_fraction_study_median": float(np.median(diag["clip_fraction_study"])),
+            "approx_kl_median": float(np.median(diag["approx_kl"])),
+            "explained_variance_median": (float(np.nanmedian(diag["explained_variance"]))
+                                          if critic else float("nan")),
+            "group_return_std_median": float(np.median(diag["group_std"]))}
+
+
 def train_grpo(spec: RunSpec, progress=None) -> dict:
     """GRPO: B prompts x G episodes, group-relative advantage, clipped update + beta*k3, no critic.
     The controls keep the same batches and update and change only the baseline: ``"value"`` a
@@ -473,16 +487,8 @@ def train_grpo(spec: RunSpec, progress=None) -> dict:
         log_diagnostics(diag, track.steps, cfg, ep, clip_fracs, kls, grads, actor, ratios, value_ev)
         it += 1
     track.maybe_evaluate(actor, vf, force=True)
-    summary = {"degenerate_fraction": float(np.mean(diag["degenerate"])),
-               "near_degenerate_fraction": float(np.mean(diag["near_degenerate"])),
-               "kl_median": float(np.median(diag["kl_median"])),
-               "clip_fraction_median": float(np.median(diag["clip_fraction"])),
-               "clip_fraction_study_median": float(np.median(diag["clip_fraction_study"])),
-               "approx_kl_median": float(np.median(diag["approx_kl"])),
-               "explained_variance_median": float(np.nanmedian(diag["explained_variance"]))
-               if vf is not None else float("nan"),
-               "group_return_std_median": float(np.median(diag["group_std"])),
-               "iterations": it, "adam_steps": adam_steps, "diagnostics": diag}
+    summary = {**summarize_diagnostics(diag, critic=vf is not None), "iterations": it,
+               "adam_steps": adam_steps, "diagnostics": diag}
     return _finish(spec, cfg, actor, track, summary)
 
 

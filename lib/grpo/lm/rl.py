@@ -226,8 +226,16 @@ def train_grpo(policy, tok, train: list[dict], test: list[dict], cfg: RunConfig,
             _evaluate_into(evals, it, policy, tok, train, test, cfg)
         if progress is not None:
             progress(it, log, evals)
-    out = {"config": asdict(cfg), "log": log, "evals": evals,
-           "state": {k: v.detach().clone() for k, v in policy.state_dict().items()}}
+    state = {k: v.detach().clone() for k, v in policy.state_dict().items()}
+    return {"config": asdict(cfg), "log": log, "evals": evals, "state": state,
+            **_final_outcomes(policy, tok, test, cfg)}
+
+
+def _final_outcomes(policy, tok, test, cfg: RunConfig) -> dict:
+    """After training: ``final_correct``, ``cfg.final_samples`` samples per validation problem
+    (pass@k), and ``held_out``, per-problem outcomes on ``PROTOCOL.held_out(cfg.held_out)``; each
+    only when asked for."""
+    out = {}
     if cfg.final_samples:
         held_out = test[:cfg.eval_problems]
         texts = completions(policy, tok, held_out, n=cfg.final_samples,

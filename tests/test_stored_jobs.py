@@ -82,6 +82,8 @@ def test_bad_input_is_a_clear_error(tmp_path, tiny, name, jobs, match):
 def test_chapter_9_stores_its_four_grids_and_its_annealed_lengths():
     assert [p.stem for p in STORED] == ["ablations", "replication", "start_map", "starts_2x2"]
     assert [p.stem for p in ENDPOINTS] == ["annealed_lengths"]
+    assert sorted(p.name for p in S.SFT_DIR.iterdir()) == [
+        "annealed_pick.json", "annealed_pick.npz", "sft_run.json", "sft_run.npz"]
 
 
 @pytest.mark.parametrize("path", STORED, ids=[p.stem for p in STORED])
@@ -111,10 +113,11 @@ def _replayed_jobs():
 
 @pytest.fixture(scope="module")
 def replays():
+    """From the stored SFT run's starts (re-training them would not be portable: see
+    ``stored_sft_run``; the next tests check the stored run against the code)."""
     picks = _replayed_jobs()
-    last = max(job.start for _, _, job, _ in picks)
-    _, tok, history = A.train_sft(cfg=replace(A.SFT_RECIPE, steps=last, eval_every=10))
-    starts = dict(zip(history["eval_step"], history["states"]))
+    _, _, starts = S.load_sft_run("sft_run")
+    tok = A.addition_tokenizer()
     now = A.run_jobs([job for _, _, job, _ in picks], starts, tok)
     return [(f"{name}[{i}]", S.from_json(stored), S.from_json(S.to_json(out)))
             for (name, i, _, stored), out in zip(picks, now)]
@@ -124,6 +127,42 @@ def test_one_job_of_each_stored_file_reproduces(replays):
     assert {label.split("[")[0] for label, _, _ in replays} == {p.stem for p in STORED}
     for label, stored, now in replays:
         assert not mismatches(stored, now), f"{label}: " + "; ".join(mismatches(stored, now))
+
+
+# ----------------------------------------------------------------------------- the stored SFT run
+
+
+def test_the_stored_sft_run_is_what_the_code_trains():
+    """Its first steps re-run now give the stored losses, and its earliest kept start (before the
+    run turns chaotic, near step 250) is the stored weights to 1e-12."""
+    keys, history, states = S.load_sft_run("sft_run")
+    cfg = replace(A.SFT_RECIPE, eval_every=10)
+    assert keys == {"config": repr(cfg), "seed": 0, "levels": [0.03, 0.1, 0.2, 0.36, 0.5, 0.7,
+                                                                0.85, 0.95]}
+    first = min(states)
+    assert first <= 200 and history["eval_step"][-1] == cfg.steps == history["step"][-1]
+    _, _, now = A.train_sft(cfg=replace(cfg, steps=first, eval_every=first))
+    assert not mismatches(history["loss"][:first], now["loss"])
+    for k, v in now["states"][-1].items():
+        np.testing.assert_allclose(v.numpy(), states[first][k].numpy(), rtol=0, atol=1e-12)
+
+
+def test_a_stored_sft_run_is_read_and_a_changed_one_trains(tmp_path, tiny, monkeypatch):
+    tok, _, _ = tiny
+    cfg = replace(A.SFT_RECIPE, steps=4, eval_every=2, eval_problems=8)
+    history, states = S.stored_sft_run("tiny", cfg, (0.0,), tok, folder=tmp_path)
+    assert sorted(states) == [2, 4] and len(history["loss"]) == 4
+
+    def no_runs(*args, **kwargs):
+        raise AssertionError("trained instead of reading")
+
+    monkeypatch.setattr(A, "train_sft", no_runs)
+    again, states_again = S.stored_sft_run("tiny", cfg, (0.0,), tok, folder=tmp_path)
+    assert again == history and all(torch.equal(states[2][k], states_again[2][k]) for k in states[2])
+    with pytest.raises(AssertionError, match="trained instead"):
+        S.stored_sft_run("tiny", replace(cfg, lr=2e-3), (0.0,), tok, folder=tmp_path)
+    with pytest.raises(ValueError, match="SFTConfig"):
+        S.stored_sft_run("tiny", None, (), tok, folder=tmp_path)
 
 
 # ----------------------------------------------------------------------------- SFT endpoints

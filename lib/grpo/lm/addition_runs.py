@@ -12,6 +12,10 @@ round-trip exactly (0/1 arrays as packed bits, floats as JSON's shortest repr), 
 the same from the file as from the runs. ``tests/test_stored_jobs.py`` re-runs one job of each file
 and one SFT length of each endpoints file, and compares.
 
+``stored_sft_run(name, cfg, levels, tok)`` keeps the SFT run the starts come from, in
+``data/runs/09_addition/sft/``: its curve and the weights at the starts, since re-training a long
+run on another CPU's kernels would not give the same weights (see its docstring).
+
 Wall-clock timings are not stored: they are not results, and they would make every re-run a diff.
 """
 from __future__ import annotations
@@ -21,8 +25,9 @@ from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
+import torch
 
-from grpo.files import write_text_atomically
+from grpo.files import write_atomically, write_text_atomically
 
 from .addition import Job, run_jobs, sft_endpoints
 from .rl import RunConfig
@@ -31,6 +36,7 @@ from .train import SFTConfig
 
 RUNS_DIR = Path(__file__).resolve().parents[3] / "data" / "runs" / "09_addition"
 ENDPOINTS_DIR = RUNS_DIR / "endpoints"
+SFT_DIR = RUNS_DIR / "sft"
 TIMINGS = ("sample_s", "ref_s", "update_s")          # per-iteration seconds in a GRPO log
 
 
@@ -132,6 +138,64 @@ def stored_endpoints(name: str, configs, tok: Tokenizer, seed: int = 0, workers:
     return json.loads(json.dumps(ends))
 
 
+def stored_sft_run(name: str, cfg: SFTConfig, levels, tok: Tokenizer, seed: int = 0,
+                   folder=None) -> tuple[dict, dict]:
+    """The SFT run the starts come from (``addition.train_sft(seed, cfg)``), stored: ``(history,
+    states)``, the run's losses and validation curve, and the weights (float64, exact) at the
+    first evaluation step to reach each validation greedy accuracy in ``levels`` and at its last
+    step, ``{step: state dict}``. Read from ``<folder>/<name>.json`` and ``.npz`` (``folder``:
+    ``SFT_DIR``) when they hold this config, seed and levels, else trained and written there.
+
+    Stored, not re-trained, because a long SFT run at a constant lr is chaotic: on another CPU's
+    kernels (measured here with ATen's default kernels and MKL's COMPATIBLE mode) the float64
+    weights agree to 1e-14 up to step 250 and the difference then grows about tenfold every 35
+    steps (3e-6 by step 550), enough to flip answers of the GRPO runs started there."""
+    from .addition import train_sft
+    if not isinstance(name, str) or not name.replace("_", "").isalnum():
+        raise ValueError(f"name must be letters, digits and '_', got {name!r}")
+    if not isinstance(cfg, SFTConfig):
+        raise ValueError(f"cfg must be an SFTConfig, got {type(cfg).__name__}")
+    levels = [float(x) for x in levels]
+    folder = Path(folder or SFT_DIR)
+    path, weights = folder / f"{name}.json", folder / f"{name}.npz"
+    keys = {"config": repr(cfg), "seed": seed, "levels": levels}
+    if path.is_file() and weights.is_file():
+        stored_keys, history, states = load_sft_run(name, folder)
+        if stored_keys == keys:
+            return history, states
+    _, _, history = train_sft(seed, cfg)
+    at = dict(zip(history["eval_step"], history["states"]))
+    kept = sorted({next(s for s, g in zip(history["eval_step"], history["eval_greedy"]) if g >= lv)
+                   for lv in levels} | {history["eval_step"][-1]})
+    plain = {k: history[k] for k in ("step", "loss", "eval_step", "eval_greedy")}
+    arrays = {f"{step}/{k}": v.detach().cpu().numpy() for step in kept for k, v in at[step].items()}
+    folder.mkdir(parents=True, exist_ok=True)
+
+    def write_weights(tmp):
+        with open(tmp, "wb") as f:     # a file object: savez would add ".npz" to a path
+            np.savez_compressed(f, **arrays)
+
+    write_atomically(weights, write_weights)
+    text = json.dumps({"keys": keys, "kept": kept, "history": plain}, indent=0, sort_keys=True)
+    write_text_atomically(path, text + "\n")
+    return json.loads(json.dumps(plain)), {step: at[step] for step in kept}
+
+
+def load_sft_run(name: str, folder=None) -> tuple[dict, dict, dict]:
+    """A stored SFT run as it is on disk, whatever it was stored for: ``(keys, history, states)``
+    (``keys``: the config's repr, the seed and the levels it was stored with)."""
+    folder = Path(folder or SFT_DIR)
+    path, weights = folder / f"{name}.json", folder / f"{name}.npz"
+    if not (path.is_file() and weights.is_file()):
+        raise FileNotFoundError(f"no stored SFT run {name!r} in {folder}: chapter 9 writes it")
+    stored = json.loads(path.read_text())
+    with np.load(weights) as npz:
+        arrays = {k: npz[k] for k in npz.files}
+    states = {step: {k.split("/", 1)[1]: torch.from_numpy(v) for k, v in arrays.items()
+                     if k.split("/", 1)[0] == str(step)} for step in stored["kept"]}
+    return stored["keys"], stored["history"], states
+
+
 def config_from_spec(spec: dict) -> SFTConfig:
     """An endpoints file's config back from its spec (``job_spec``'s ``cfg``)."""
     cfg = job_from_spec({"start": 0, "cfg": spec, "samples": 1, "many_samples": 0}).cfg
@@ -140,5 +204,6 @@ def config_from_spec(spec: dict) -> SFTConfig:
     return cfg
 
 
-__all__ = ["stored_jobs", "stored_endpoints", "config_from_spec", "to_json", "from_json",
-           "job_spec", "job_from_spec", "RUNS_DIR", "ENDPOINTS_DIR"]
+__all__ = ["stored_jobs", "stored_endpoints", "stored_sft_run", "load_sft_run", "config_from_spec",
+           "to_json", "from_json", "job_spec", "job_from_spec", "RUNS_DIR", "ENDPOINTS_DIR",
+           "SFT_DIR"]

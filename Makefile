@@ -90,6 +90,7 @@ bench: $(STAMP)
 # tests/test_stored_runs.py, test_lm_main_runs.py, test_lm_answer_only.py, test_pretrained_runs.py,
 # test_lander_main_runs.py, test_stored_lander.py and test_lander_noise.py).
 full: $(STAMP)
+	$(BIN)/python -m grpo.lm.sft_run
 	$(BIN)/python -m grpo.lm.runs --all --workers 2
 	$(BIN)/python -m grpo.lm.main_runs
 	$(BIN)/python -m grpo.lm.answer_only

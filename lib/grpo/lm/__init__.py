@@ -17,6 +17,7 @@ Modules:
     runs       the stored long runs of chapters 8 and 10 (``python -m grpo.lm.runs``,
                ``make full``): registry, replay, rescore
     main_runs  chapter 8's main runs and their controls, stored (``python -m grpo.lm.main_runs``)
+    sft_run    chapter 7's SFT run, stored (``python -m grpo.lm.sft_run``)
     answer_only  chapter 7's answer-only control, stored (``python -m grpo.lm.answer_only``)
     addition   chapter 9's task: two-digit addition, its model and jobs
     addition_runs  chapter 9's grids of jobs, stored in data/runs/09_addition/

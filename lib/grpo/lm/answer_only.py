@@ -31,13 +31,13 @@ from grpo.results import json_ready
 from .data import PROTOCOL, answer_only
 from .eval import completions, rewards
 from .model import GPT, load, save
+from . import sft_run
 from .runs import RUNS_DIR, _bits, decode
 from .tokenizer import Tokenizer
 from .train import ANSWER_ONLY_CHECKPOINT, MODELS_DIR, SFT_CHECKPOINT, SFT_TOKENIZER, SFTConfig, sft
 
-# Chapter 7's SFT settings (the chapter checks that its own are these) and its initialisation seed.
-SFT = SFTConfig(steps=1000, batch_size=32, lr=3e-3, warmup=20, eval_every=200, eval_problems=200)
-INIT_SEED = 0
+# Chapter 7's SFT budget and initialisation seed: the worked-solution run's (``sft_run``).
+SFT, INIT_SEED = sft_run.SFT, sft_run.INIT_SEED
 MAX_NEW_TOKENS = 8  # "#### 24" and <eos> fit
 SAMPLES, TEMPERATURE, SAMPLE_SEED = 8, 0.7, 0
 

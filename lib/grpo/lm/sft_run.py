@@ -1,0 +1,139 @@
+"""Chapter 7's SFT run, stored: the worked-solution model, 1,000 steps from its seeded
+initialisation on chapter 7's split, with chapter 7's tokenizer.
+
+Why it is stored. The run is most of chapter 7's CPU (about 7 minutes), and it is not the same
+bits on every CPU. The model computes in float64, so a first step agrees across kernel paths to
+the last bits; but a long run amplifies the last bits. Re-trained under ATen's default kernels
+instead of the book's AVX2 ones, it ends with other weights and other greedy answers (README,
+"Long training is chaotic"). So the chapter reads the run, and ``python -m grpo.lm.sft_run`` (or
+``make full``, first) writes
+
+    data/runs/07_small_lm/sft.json                its SFT config, model shape, init seed, the SFT
+                                                  log (every step's loss, the greedy evaluations)
+                                                  and CPU seconds
+    data/runs/07_small_lm/sft_weights.safetensors the final weights in float64, exactly as trained
+    data/models/07_small_lm_sft.safetensors       the same weights in float32: chapter 8's start
+
+``load(cfg, model_cfg)`` returns ``(model, history)`` as ``sft`` left them, and refuses a run
+stored for another config. ``tests/test_lm_sft_run.py`` re-runs the first SFT steps against the
+stored log and checks the float32 checkpoint against the float64 weights.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+import torch
+from safetensors.torch import load_file, save_file
+
+from grpo.files import write_atomically, write_text_atomically
+from grpo.results import json_ready
+
+from .data import PROTOCOL
+from .model import GPT, GPTConfig, save
+from .runs import RUNS_DIR
+from .tokenizer import Tokenizer
+from .train import MODELS_DIR, SFT_CHECKPOINT, SFT_TOKENIZER, SFTConfig, sft
+
+# Chapter 7's SFT settings, model shape and initialisation seed (the chapter checks its own).
+SFT = SFTConfig(steps=1000, batch_size=32, lr=3e-3, warmup=20, eval_every=200, eval_problems=200)
+SHAPE = {"n_layer": 4, "n_head": 4, "d_model": 128, "max_len": 192}  # vocab_size: the tokenizer's
+INIT_SEED = 0
+WEIGHTS = "sft_weights.safetensors"
+
+
+def stored_dir() -> Path:
+    return RUNS_DIR / "07_small_lm"
+
+
+def model_config(tok: Tokenizer) -> GPTConfig:
+    """Chapter 7's model shape for ``tok``'s vocabulary."""
+    return GPTConfig(vocab_size=tok.vocab_size, **SHAPE)
+
+
+def train_model(cfg: SFTConfig = SFT, models_dir: Path = MODELS_DIR):
+    """``(model, tok, history)``: a fresh model of chapter 7's shape (seeded ``INIT_SEED``),
+    trained with ``sft`` on chapter 7's split, with chapter 7's stored tokenizer."""
+    tok = Tokenizer.load(Path(models_dir) / SFT_TOKENIZER)
+    train, test = PROTOCOL.splits()
+    torch.manual_seed(INIT_SEED)
+    model = GPT(model_config(tok))
+    return model, tok, sft(model, tok, train, test, cfg)
+
+
+def _record(cfg: SFTConfig, model_cfg: GPTConfig) -> dict:
+    return {"config": json_ready(asdict(cfg)), "model": asdict(model_cfg), "init_seed": INIT_SEED}
+
+
+def run_and_store(
+    cfg: SFTConfig = SFT, models_dir: Path = MODELS_DIR, directory: Path | None = None
+) -> Path:
+    """Train, then write the float64 weights, the float32 checkpoint and the record."""
+    torch.set_num_threads(1)
+    cpu0 = time.process_time()
+    model, _, history = train_model(cfg, models_dir)
+    cpu_s = round(time.process_time() - cpu0, 1)
+    directory = Path(directory or stored_dir())
+    directory.mkdir(parents=True, exist_ok=True)
+    state = {k: v.detach().contiguous() for k, v in model.state_dict().items()}
+    write_atomically(directory / WEIGHTS, lambda tmp: save_file(state, str(tmp)))
+    save(model, Path(models_dir) / SFT_CHECKPOINT)
+    record = {**_record(cfg, model.cfg), "history": json_ready(history), "cpu_s": cpu_s}
+    write_text_atomically(directory / "sft.json", json.dumps(record, indent=1) + "\n")
+    return directory
+
+
+def load_record(
+    cfg: SFTConfig = SFT, model_cfg: GPTConfig | None = None, directory: Path | None = None
+) -> dict:
+    """The stored record; ``cfg`` (and ``model_cfg``, if given) must be the stored ones."""
+    path = Path(directory or stored_dir()) / "sft.json"
+    if not path.exists():
+        raise FileNotFoundError(f"no stored SFT run at {path}: run `python -m grpo.lm.sft_run`")
+    record = json.loads(path.read_text())
+    if record["config"] != json_ready(asdict(cfg)):
+        raise ValueError(
+            f"cfg must be the config stored in {path}: re-run `python -m grpo.lm.sft_run` after "
+            "changing it"
+        )
+    if model_cfg is not None and record["model"] != asdict(model_cfg):
+        raise ValueError(f"model_cfg must be the model shape stored in {path}, {record['model']}")
+    return record
+
+
+def load(cfg: SFTConfig = SFT, model_cfg: GPTConfig | None = None, directory: Path | None = None):
+    """``(model, history)``: the stored run's model (float64, eval mode, the weights ``sft`` left)
+    and its SFT log, as ``sft`` returned it."""
+    directory = Path(directory or stored_dir())
+    record = load_record(cfg, model_cfg, directory)
+    model = GPT(GPTConfig(**record["model"]))
+    model.load_state_dict(load_file(str(directory / WEIGHTS)))
+    return model.eval(), record["history"]
+
+
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(
+        prog="python -m grpo.lm.sft_run", description=__doc__.splitlines()[0]
+    )
+    p.parse_args(argv)
+    print(f"wrote {run_and_store()}")
+
+
+__all__ = [
+    "SFT",
+    "SHAPE",
+    "INIT_SEED",
+    "stored_dir",
+    "model_config",
+    "train_model",
+    "run_and_store",
+    "load_record",
+    "load",
+]
+
+if __name__ == "__main__":
+    main()

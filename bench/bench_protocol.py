@@ -9,7 +9,7 @@ import time
 
 import numpy as np
 
-from grpo import algos, lava
+from grpo.toy import algos, lava
 
 
 def timed(fn, *args, **kwargs):

@@ -2,7 +2,7 @@
 import cProfile
 import pstats
 
-from grpo import algos, lava
+from grpo.toy import algos, lava
 
 
 def protocol():

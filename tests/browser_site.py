@@ -21,7 +21,7 @@ For each page it checks that
     are kept within 100 characters), and at both widths no display equation is (long ones are
     broken over lines with aligned or gathered);
   * at both widths, the smallest text of every figure is >= 9 px as shown: the book draws figures
-    at grpo.plots.DPI with no text below grpo.plots.MIN_FONT_PT (tests/test_plots.py checks the
+    at grpo.book.plots.DPI with no text below grpo.book.plots.MIN_FONT_PT (tests/test_plots.py checks the
     sources), so the smallest text is MIN_FONT_PT * DPI / 72 px times the shown / drawn width;
   * at both widths, a table wider than its box scrolls in it with a cue (the fading edge of
     book.css);
@@ -47,7 +47,7 @@ from urllib.parse import urldefrag, urljoin, urlparse
 
 import pytest
 
-from grpo.plots import DPI, MIN_FONT_PT
+from grpo.book.plots import DPI, MIN_FONT_PT
 
 ROOT = Path(__file__).resolve().parents[1]
 HTML = Path(os.environ.get("BOOK_HTML", ROOT / "_build" / "html"))        # override: the self-test

@@ -2,7 +2,7 @@
 other kernel paths (pins) and compares. Run as ``python tests/portability_probe.py OUT.json``.
 
 - the first two iterations of a stored GRPO run and the first two steps of an SFT run (the stored
-  runs' replays, ``grpo.lm.runs.rerun``), from chapter 7's checkpoint;
+  runs' replays, ``grpo.experiments.ch10_word_problems.long_runs.rerun``), from chapter 7's checkpoint;
 - the first updates of a PPO and a GRPO lander run (chapter 6's trainers), to their final weights
   and held-out returns;
 - the machine fingerprint, to show which kernels ran.
@@ -15,8 +15,9 @@ import time
 import numpy as np
 import torch
 
-from grpo import lander, machine
-from grpo.lm import runs
+from grpo import lander
+from grpo.book import machine
+from grpo.experiments.ch10_word_problems import long_runs as runs
 
 LANDER_STEPS = 12_000
 

@@ -3,11 +3,12 @@ import numpy as np
 import pytest
 import torch
 
-from grpo import algos, lava, plots
-from grpo.algos import (clip_mask, clipped_update, critic_values, fit_critic, grad_log_pi,
+from grpo.book import plots
+from grpo.toy import algos, lava
+from grpo.toy.algos import (clip_mask, clipped_update, critic_values, fit_critic, grad_log_pi,
                         grpo_advantages, policy_gradient, run_seeds, train_grpo, train_ppo,
                         train_reinforce)
-from grpo.lava import play_steps, steps_from_runs
+from grpo.toy.lava import play_steps, steps_from_runs
 
 torch.set_num_threads(1)
 

@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from grpo import checks
-from grpo.algos import GRPOConfig as ToyGRPOConfig
-from grpo.algos import PPOConfig, ReinforceConfig
+from grpo.toy.algos import GRPOConfig as ToyGRPOConfig
+from grpo.toy.algos import PPOConfig, ReinforceConfig
 from grpo.lander import ActorCriticConfig
 from grpo.lander import GRPOConfig as LanderGRPOConfig
 from grpo.lm.grpo import LossOptions, grpo_loss

@@ -5,8 +5,10 @@ from dataclasses import FrozenInstanceError, asdict
 import numpy as np
 import pytest
 
-from grpo import algos, display, kl, lava
-from grpo.algos import GRPOConfig, PPOConfig, ReinforceConfig, step_divisors
+from grpo import kl
+from grpo.book import display
+from grpo.toy import algos, lava
+from grpo.toy.algos import GRPOConfig, PPOConfig, ReinforceConfig, step_divisors
 
 F = lava.test_floors()
 W0 = np.zeros((4, 2))

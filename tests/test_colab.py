@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from grpo import colab
+from grpo.book import colab
 
 URL = "https://github.com/example-owner/example-repo"
 
@@ -89,7 +89,7 @@ def test_configured_repository_reads_the_config(tmp_path):
 
 
 def test_every_chapter_opens_with_the_current_first_cell():
-    """Each chapter's first code cell is the one ``python -m grpo.colab`` prints for _config.yml."""
+    """Each chapter's first code cell is the one ``python -m grpo.book.colab`` prints for _config.yml."""
     import json
     from pathlib import Path
     expected = colab.first_cell(*colab.configured_repository())

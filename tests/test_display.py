@@ -1,6 +1,6 @@
 import pytest
 
-from grpo.display import markdown_table, show_source
+from grpo.book.display import markdown_table, show_source
 
 
 def test_markdown_table_layout():

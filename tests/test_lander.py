@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from grpo import lander as L
-from grpo.algos import grpo_advantages
+from grpo.toy.algos import grpo_advantages
 
 
 def test_same_seed_same_actions_give_bit_identical_trajectories():
@@ -293,8 +293,8 @@ def test_a_bad_spec_is_refused_at_construction():
 
 def test_the_default_specs_and_the_a2c_config_pass_the_checks():
     for algo in L.ALGOS:
-        L._check_spec(L.RunSpec(algo, 0, 100))
-    L._check_spec(L.RunSpec("a2c", 0, 100, config=L.A2C_CONFIG))
+        L.trainers._check_spec(L.RunSpec(algo, 0, 100))
+    L.trainers._check_spec(L.RunSpec("a2c", 0, 100, config=L.A2C_CONFIG))
 
 
 def test_summarize_needs_runs_of_one_algorithm():
@@ -473,7 +473,7 @@ def test_stop_at_ends_a_run_at_the_first_validation_that_reaches_it():
 
 
 def test_each_mode_keeps_the_checkpoint_that_scored_best_in_that_mode():
-    track = L._Tracker(L.RunSpec("ppo", 0, 10, eval_every=1, val_episodes=1))
+    track = L.trainers._Tracker(L.RunSpec("ppo", 0, 10, eval_every=1, val_episodes=1))
     scores = [(10.0, 50.0), (30.0, 20.0), (20.0, 40.0)]       # argmax best at 1, sampled best at 0
     actor = L.make_actor(0)
     for i, (det, samp) in enumerate(scores):

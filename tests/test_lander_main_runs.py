@@ -1,14 +1,14 @@
-"""Chapter 6's fifteen stored runs (data/runs/06_lander/main/, written by
-`python -m grpo.lander.main_runs`): the file holds the runs the code defines, each algorithm's first
-iteration re-trained here is the stored one, and the stored weights are the ones that fly the
-stored test returns."""
+"""Chapter 6's fifteen stored runs (data/runs/06_lander/main/, written by `python -m
+grpo.experiments.ch06_lander.main_runs`): the file holds the runs the code defines, each algorithm's first
+iteration re-trained here is the stored one, and the stored weights are the ones that fly the stored test
+returns."""
 import dataclasses
 
 import numpy as np
 import pytest
 
 from grpo import lander
-from grpo.lander import main_runs
+from grpo.experiments.ch06_lander import main_runs
 
 
 @pytest.fixture(scope="module")

@@ -1,9 +1,9 @@
-"""Chapter 6's gradient-noise study (grpo.lander.noise): the measures tell signal from noise, and the
-stored file is what the code produces (its first checkpoint's first batch, re-derived)."""
+"""Chapter 6's gradient-noise study (grpo.experiments.ch06_lander.gradient_noise): the measures tell signal
+from noise, and the stored file is what the code produces (its first checkpoint's first batch, re-derived)."""
 import numpy as np
 import pytest
 
-from grpo.lander import noise
+from grpo.experiments.ch06_lander import gradient_noise as noise
 from grpo.lander.trainers import RunSpec, train
 
 

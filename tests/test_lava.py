@@ -4,8 +4,8 @@ import hashlib
 import numpy as np
 import pytest
 
-from grpo import lava
-from grpo.lava import (EXIT, LAVA_ZONE, N_TILES, channels, check_floor, deterministic_policies,
+from grpo.toy import lava
+from grpo.toy.lava import (EXIT, LAVA_ZONE, N_TILES, channels, check_floor, deterministic_policies,
                        exact_score, leap_probs, make_floor, monte_carlo_score, pattern_index,
                        play, play_group, policy_probs, sensors, test_floors)
 

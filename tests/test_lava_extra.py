@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from grpo import lava
+from grpo.toy import lava
 
 
 def test_wide_floors_follow_the_rules_with_every_channel_two_wide():

@@ -1,4 +1,4 @@
-"""grpo.live: the chapters' slider panels and the static grid figure beside them."""
+"""grpo.book.live: the chapters' slider panels and the static grid figure beside them."""
 import matplotlib
 
 matplotlib.use("Agg")
@@ -6,7 +6,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from grpo import algos, lava, live  # noqa: E402
+from grpo.book import live  # noqa: E402
+from grpo.toy import algos, lava
 
 
 def test_train_curves_is_the_chapters_protocol_with_one_knob_changed():

@@ -1,13 +1,13 @@
-"""Chapter 7's stored answer-only control (``python -m grpo.lm.answer_only``): the checkpoint on
-disk scores the stored test outcomes to the bit. Its first SFT steps are replayed with chapter 7's
-SFT run's, in ``test_lm_sft_run.py``."""
+"""Chapter 7's stored answer-only control (``python -m grpo.experiments.ch07_small_lm.answer_only``): the
+checkpoint on disk scores the stored test outcomes to the bit. Its first SFT steps are replayed with chapter
+7's SFT run's, in ``test_lm_sft_run.py``."""
 from dataclasses import replace
 
 import numpy as np
 import pytest
 import torch
 
-from grpo.lm import answer_only
+from grpo.experiments.ch07_small_lm import answer_only
 from grpo.lm.train import load_sft
 
 

@@ -1,7 +1,7 @@
-"""Chapter 8's stored main runs (data/runs/08_grpo_math/main/, written by
-`python -m grpo.lm.main_runs`): the file holds the jobs the code defines, each main run's first
-iterations and the control's first SFT steps re-run here are the stored ones, the stored weights
-score the stored held-out outcomes, and a changed trainer fails the replay."""
+"""Chapter 8's stored main runs (data/runs/08_grpo_math/main/, written by `python -m
+grpo.experiments.ch08_grpo_math.main_runs`): the file holds the jobs the code defines, each main run's first
+iterations and the control's first SFT steps re-run here are the stored ones, the stored weights score the
+stored held-out outcomes, and a changed trainer fails the replay."""
 
 import copy
 from dataclasses import replace
@@ -10,12 +10,13 @@ import numpy as np
 import pytest
 import torch
 
-from grpo.lm import main_runs, runs
+from grpo.experiments.ch08_grpo_math import main_runs
+from grpo.experiments.ch10_word_problems import long_runs as runs
 from grpo.lm.data import PROTOCOL
 from grpo.lm.eval import outcomes
 from grpo.lm.rl import RunConfig, train_grpo
 from grpo.lm.train import load_sft, sft
-from grpo.results import mismatches
+from grpo.book.results import mismatches
 
 N = 2  # replayed iterations (and SFT steps)
 

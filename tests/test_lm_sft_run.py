@@ -1,7 +1,7 @@
-"""Chapter 7's stored SFT runs (``python -m grpo.lm.sft_run`` and its answer-only control,
-``python -m grpo.lm.answer_only``): their first steps re-run here are the stored ones, a changed
-recipe is not; the float32 checkpoint chapter 8 starts from is the stored float64 weights rounded,
-and the store/load round trip is exact."""
+"""Chapter 7's stored SFT runs (``python -m grpo.experiments.ch07_small_lm.sft_run`` and its answer-only
+control, ``python -m grpo.experiments.ch07_small_lm.answer_only``): their first steps re-run here are the
+stored ones, a changed recipe is not; the float32 checkpoint chapter 8 starts from is the stored float64
+weights rounded, and the store/load round trip is exact."""
 import shutil
 from dataclasses import replace
 
@@ -9,10 +9,10 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from grpo.lm import answer_only, sft_run
+from grpo.experiments.ch07_small_lm import answer_only, sft_run
 from grpo.lm.model import GPTConfig
 from grpo.lm.train import MODELS_DIR, SFT_CHECKPOINT, SFT_TOKENIZER
-from grpo.results import mismatches
+from grpo.book.results import mismatches
 
 N = 2  # replayed SFT steps, inside the warm-up (after it the lr depends on the total steps)
 STORED = {"sft_run": sft_run, "answer_only": answer_only}  # chapter 7's two stored SFT runs

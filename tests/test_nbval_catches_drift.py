@@ -17,7 +17,7 @@ from nbclient import NotebookClient
 import grpo
 
 CELL = ("import numpy as np\n"
-        "from grpo.lava import exact_score, test_floors\n"
+        "from grpo.toy.lava import exact_score, test_floors\n"
         "print(f'{exact_score(test_floors(), np.zeros((4, 2))).mean_score:.3f}')")
 # the way chapters put a number into prose: glued, not printed
 GLUE_CELL = ("from myst_nb import glue\n"
@@ -58,10 +58,10 @@ def test_nbval_passes_unchanged_and_fails_when_a_lib_number_moves(stored_noteboo
 
     patched = tmp_path / "patched_lib"
     shutil.copytree(Path(grpo.__file__).parent, patched / "grpo")
-    source = (patched / "grpo" / "lava.py").read_text()
+    source = (patched / "grpo" / "toy" / "lava.py").read_text()
     original = "np.where(floors[:, t], t / EXIT,"
     assert original in source, "the patch target moved; update this test"
-    (patched / "grpo" / "lava.py").write_text(
+    (patched / "grpo" / "toy" / "lava.py").write_text(
         source.replace(original, "np.where(floors[:, t], (t + 1) / EXIT,"))
 
     moved = run_nbval(stored_notebook, str(patched))

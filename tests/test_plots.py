@@ -11,7 +11,8 @@ matplotlib.use("Agg")
 
 from matplotlib.font_manager import FontProperties  # noqa: E402
 
-from grpo import lava, plots  # noqa: E402
+from grpo.book import plots  # noqa: E402
+from grpo.toy import lava
 
 
 def test_animation_html_has_a_stable_id_per_name():

@@ -2,7 +2,7 @@
 any x86-64 CPU"). A sample of it (``portability_probe.py``: a GRPO run's and an SFT run's first
 iterations, a PPO and a GRPO lander run's first updates) and one short chapter are re-run under the
 book's pins and under two other sets of kernel paths, and must give the same result
-(``grpo.results.mismatches``: equal counts and returns, floats within 1e-9):
+(``grpo.book.results.mismatches``: equal counts and returns, floats within 1e-9):
 
 - ``generic``: the slowest, most portable paths: ATen's default (no AVX) kernels, MKL's
   COMPATIBLE branch, oneDNN at SSE4.1, NumPy's baseline loops only, OpenBLAS's Nehalem kernels;
@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 from filelock import FileLock
 
-from grpo.results import mismatches
+from grpo.book.results import mismatches
 
 ROOT = Path(__file__).resolve().parents[1]
 PROBE = ROOT / "tests" / "portability_probe.py"

@@ -7,8 +7,8 @@ import json
 import pytest
 import torch
 
-from grpo.lm import pretrained as P
-from grpo.results import mismatches
+from grpo.experiments.ch11_pretrained import smollm2_runs as P
+from grpo.book.results import mismatches
 
 
 def test_every_stored_run_used_todays_recipe_and_evaluation():

@@ -1,9 +1,9 @@
-"""grpo.reproduction: the published figures file and the verdicts the report prints."""
+"""grpo.book.reproduction: the published figures file and the verdicts the report prints."""
 import json
 
 import pytest
 
-from grpo import reproduction as rep
+from grpo.book import reproduction as rep
 
 
 def write(folder, name, data):

@@ -5,7 +5,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from grpo import results
+from grpo.book import results
 
 
 def test_default_directory_is_under_the_repo_root(monkeypatch):
@@ -49,7 +49,7 @@ def test_results_must_be_a_dict(tmp_path, monkeypatch):
 
 
 def test_mismatches_reports_nan_against_a_number_and_zero_against_nan():
-    from grpo.results import mismatches
+    from grpo.book.results import mismatches
 
     assert mismatches(float("nan"), float("nan")) == []
     assert mismatches([0.0], [float("nan")]) == ["[0]: 0.0 != nan"]

@@ -1,5 +1,5 @@
-"""Chapter 9's stored job grids (grpo.lm.addition_runs): the storage is exact and keyed by the jobs,
-and one job of each stored file, re-run now from the same SFT start, reproduces it."""
+"""Chapter 9's stored job grids (grpo.experiments.ch09_addition.stored_grids): the storage is exact and keyed
+by the jobs, and one job of each stored file, re-run now from the same SFT start, reproduces it."""
 import json
 from dataclasses import replace
 
@@ -8,10 +8,10 @@ import pytest
 import torch
 
 from grpo.lm import addition as A
-from grpo.lm import addition_runs as S
+from grpo.experiments.ch09_addition import stored_grids as S
 from grpo.lm.rl import RunConfig
 from grpo.lm.train import SFTConfig
-from grpo.results import mismatches
+from grpo.book.results import mismatches
 
 STORED = sorted(S.RUNS_DIR.glob("*.json"))
 ENDPOINTS = sorted(S.ENDPOINTS_DIR.glob("*.json"))

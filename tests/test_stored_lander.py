@@ -1,12 +1,13 @@
-"""Chapter 6's stored study (data/runs/06_lander/credit.json, written by `python -m grpo.lander.studies`):
-each arm's first iteration, re-trained here, is the stored one, and the stored file is the study
-the code defines (arms, configs, scale, seeds)."""
+"""Chapter 6's stored study (data/runs/06_lander/credit.json, written by `python -m
+grpo.experiments.ch06_lander.credit_study`): each arm's first iteration, re-trained here, is the stored one,
+and the stored file is the study the code defines (arms, configs, scale, seeds)."""
 from dataclasses import asdict
 
 import numpy as np
 import pytest
 
-from grpo.lander import DIAGNOSTICS, studies, train
+from grpo.experiments.ch06_lander import credit_study as studies
+from grpo.lander import DIAGNOSTICS, train
 
 
 @pytest.fixture(scope="module")

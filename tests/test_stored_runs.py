@@ -1,22 +1,23 @@
-"""The stored runs (``data/runs/``, written by ``python -m grpo.lm.runs``, ``make full``): each
-one's first iterations re-run now must be the same result as its stored log (``grpo.results.
-mismatches``: equal counts, floats within 1e-9, on any CPU), its config must be the registry's,
-and its per-problem outcomes must be complete."""
+"""The stored runs (``data/runs/``, written by ``python -m grpo.experiments.ch10_word_problems.long_runs``,
+``make full``): each one's first iterations re-run now must be the same result as its stored log
+(``grpo.book.results.mismatches``: equal counts, floats within 1e-9, on any CPU), its config must be the
+registry's, and its per-problem outcomes must be complete."""
 import json
 
 import numpy as np
 import pytest
 
-from grpo.lm import runs
+from grpo.experiments.ch10_word_problems import long_runs as runs
 from grpo.lm.data import PROTOCOL, step_count
-from grpo.results import RTOL, mismatches
+from grpo.book.results import RTOL, mismatches
+from grpo.runstore import bits, unbits
 
 STORED = sorted(p.stem for p in runs.RUNS_DIR.glob("*.json"))
 REPLAYED = [n for n in STORED if runs.RUNS[n].kind != "evaluate"]
 
 
 def test_every_registry_entry_is_stored():
-    assert set(runs.RUNS) <= set(STORED), f"run `python -m grpo.lm.runs` for {set(runs.RUNS) - set(STORED)}"
+    assert set(runs.RUNS) <= set(STORED), f"run `python -m {runs.MODULE}` for {set(runs.RUNS) - set(STORED)}"
     assert set(STORED) <= set(runs.RUNS), f"stored, not in the registry: {set(STORED) - set(runs.RUNS)}"
 
 
@@ -42,7 +43,7 @@ def test_held_out_outcomes_are_complete(name):
     h = runs.load_run(name)["held_out"]
     problems = PROTOCOL.held_out(runs.HELD_OUT)
     assert len(h["greedy"]) == len(problems) and h["steps"] == "".join(str(step_count(p)) for p in problems)
-    assert runs.decode(h["sampled"], h["samples"]).shape == (len(problems), h["samples"])
+    assert unbits(h["sampled"], h["samples"]).shape == (len(problems), h["samples"])
     assert set(h["greedy"] + h["sampled"] + h["annotations_ok"]) <= {"0", "1"}
 
 
@@ -97,14 +98,14 @@ def test_a_changed_code_fails_the_replay(monkeypatch):
     assert [m for m in mismatches(stored, now) if "[2]" in m]
 
 
-def test_decode_round_trips():
+def test_bits_round_trip():
     a = np.array([[1, 0, 0, 1], [0, 0, 1, 1]])
-    assert (runs.decode(runs._bits(a), 4) == a).all() and (runs.decode("0110") == [0, 1, 1, 0]).all()
+    assert (unbits(bits(a), 4) == a).all() and (unbits("0110") == [0, 1, 1, 0]).all()
 
 
 def test_missing_run_and_bad_names_are_clear(monkeypatch, tmp_path):
     monkeypatch.setattr(runs, "RUNS_DIR", tmp_path)
-    with pytest.raises(FileNotFoundError, match="python -m grpo.lm.runs start"):
+    with pytest.raises(FileNotFoundError, match=f"python -m {runs.MODULE} start"):
         runs.load_run("start")
     with pytest.raises(SystemExit):
         runs.main(["no_such_run"])

@@ -1,5 +1,6 @@
-"""Chapter 11's scale-out path: ``lib/grpo/lm/trl_grpo.yaml`` is the recipe, and one step of it runs
-offline on CPU through ``accelerate launch``, on SmolLM2-135M from the wheel, with the verifier."""
+"""Chapter 11's scale-out path: ``lib/grpo/experiments/ch11_pretrained/trl_launch.yaml`` is the recipe, and
+one step of it runs offline on CPU through ``accelerate launch``, on SmolLM2-135M from the wheel, with the
+verifier."""
 import ast
 import os
 import subprocess
@@ -11,7 +12,7 @@ import pytest
 
 trl = pytest.importorskip("trl")
 
-from grpo.lm import pretrained, trl_grpo  # noqa: E402
+from grpo.experiments.ch11_pretrained import smollm2_runs as pretrained, trl_launch as trl_grpo  # noqa: E402
 
 R = pretrained.RECIPE
 
@@ -52,7 +53,8 @@ def test_one_step_through_accelerate_launch_offline_on_cpu(tmp_path):
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1", "TRL_EXPERIMENTAL_SILENCE": "1"}
     accelerate = Path(sys.executable).with_name("accelerate")
     command = [str(accelerate), "launch", "--cpu", "--num_processes", "1", "--num_machines", "1",
-               "--mixed_precision", "no", "--dynamo_backend", "no", "-m", "grpo.lm.trl_grpo",
+               "--mixed_precision", "no", "--dynamo_backend", "no",
+               "-m", "grpo.experiments.ch11_pretrained.trl_launch",
                "--config", str(trl_grpo.CONFIG), "--output_dir", str(out), "--max_steps", "1",
                "--per_device_train_batch_size", "4", "--num_generations", "2",
                "--max_completion_length", "24", "--problems", "4", "--disable_tqdm", "true"]

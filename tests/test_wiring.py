@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 import torch
 
-from grpo import algos, lava, lander
+from grpo import lander
+from grpo.toy import algos, lava
 from grpo.lander import trainers as lander_trainers
 from grpo.objectives import grpo_advantages
 

@@ -1,4 +1,4 @@
-"""Write a file so that a reader never sees half of it.
+"""Write a file so that a reader never sees half of it, and turn a result into exact JSON types.
 
 ``make test`` runs two notebooks at once (pytest-xdist), and a chapter rewrites files another one
 reads: chapter 7's checkpoints (read by chapters 8-10), chapters 1 and 3's registries (read by
@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+
+import numpy as np
 
 
 def write_atomically(path, write) -> Path:
@@ -39,4 +41,23 @@ def write_text_atomically(path, text: str) -> Path:
     return write_atomically(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
 
 
-__all__ = ["write_atomically", "write_text_atomically"]
+def json_ready(value, nan_as_none: bool = False):
+    """``value`` as plain JSON types, exactly: NumPy scalars and arrays as Python numbers and lists,
+    tuples as lists, keys as strings (refusing keys that would collide); floats untouched, NaN
+    included, unless ``nan_as_none`` writes NaN and infinities as None (JSON's null)."""
+    if isinstance(value, dict):
+        keys = [str(k) for k in value]
+        if len(set(keys)) != len(keys):
+            clash = sorted(k for k in set(keys) if keys.count(k) > 1)
+            raise ValueError(f"keys that differ only in type would collide in JSON: {clash}")
+        return {str(k): json_ready(v, nan_as_none) for k, v in value.items()}
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return [json_ready(v, nan_as_none) for v in value]
+    if isinstance(value, np.generic):
+        value = value.item()
+    if nan_as_none and isinstance(value, float) and not np.isfinite(value):
+        return None
+    return value
+
+
+__all__ = ["write_atomically", "write_text_atomically", "json_ready"]

@@ -7,7 +7,7 @@ advantage, where the clip engages, and a log-softmax.
   flat branch, so that step gets no gradient (chapters 3-4; ``grpo.surrogate`` is its torch twin);
 * ``log_softmax(logits)``: row-wise, max-shifted (chapter 6's closed-form gradients).
 
-The toy (``grpo.algos``), the lander and the language model import them from here.
+The toy (``grpo.toy.algos``), the lander and the language model import them from here.
 """
 from __future__ import annotations
 

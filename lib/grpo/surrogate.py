@@ -1,9 +1,9 @@
 """The clipped surrogate in torch: the per-step objective that PPO and GRPO share (chapters 6 and
 8).
 
-The toy chapters ascend the same objective in closed form with NumPy (``grpo.algos.clipped_update``,
-whose ``clip_mask`` marks the same steps as ``clipped`` here). With a neural policy the objective is
-written as a loss and differentiated by autograd:
+The toy chapters ascend the same objective in closed form with NumPy
+(``grpo.toy.algos.clipped_update``, whose ``clip_mask`` marks the same steps as ``clipped``
+here). With a neural policy the objective is written as a loss and differentiated by autograd:
 
     surrogate_t = min(rho_t * A_t, clip(rho_t, 1 - eps_low, 1 + eps_high) * A_t),
     rho_t = exp(logp_t - logp_old_t).

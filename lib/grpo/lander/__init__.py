@@ -13,12 +13,7 @@ Modules (everything is re-exported here, so ``from grpo import lander; lander.tr
     trainers    the configs, ``RunSpec``, ``train_actor_critic``, ``train_grpo``, ``train``,
     ``run_all``
     report      ``summarize``: one algorithm's per-seed runs as a registry entry
-    main_runs   the chapter's fifteen runs, stored with their weights (``python -m
-    grpo.lander.main_runs``)
-    studies     the stored credit-assignment ladder and ablations (``python -m
-    grpo.lander.studies``)
-    noise       the stored gradient-noise study: K independent batches at frozen checkpoints
-                (``python -m grpo.lander.noise``)
+    (chapter 6's stored runs and studies are in ``grpo.experiments.ch06_lander``)
     __main__    ``python -m grpo.lander --help``: the full published scale with a progress bar
 """
 # ruff: noqa: F401  (re-exported: chapter 6, the tests and the benches use ``lander.<name>``)
@@ -33,8 +28,8 @@ from .objectives import (GROUP_EPS, baseline_advantages, ended_at_terminal, epis
                          step_weights, surrogate_slope, time_baseline)
 from .report import summarize
 from .trainers import (A2C_CONFIG, ALGOS, DEFAULT_CONFIGS, DIAGNOSTICS, ActorCriticConfig,
-                       GRPOConfig, LEARNED_BASELINES, PPO_DIAGNOSTICS, RunSpec, _check_spec,
-                       _Tracker, critic_inputs, critic_values, episode_advantages, gae_targets,
+                       GRPOConfig, LEARNED_BASELINES, PPO_DIAGNOSTICS, RunSpec,
+                       critic_inputs, critic_values, episode_advantages, gae_targets,
                        gradient_agreement, log_diagnostics, run_all, train, train_actor_critic,
                        train_grpo)
 

@@ -24,7 +24,8 @@ GROUP_EPS = 1e-4     # the study's z-score guard (the toy's grpo_advantages defa
 def outcome_advantages(returns, group_size: int) -> np.ndarray:
     """Per episode: (R - mean_g R) / (std_g R + 1e-4) within its group of ``group_size`` episodes.
 
-    Episodes come grouped: [prompt 0 x G, prompt 1 x G, ...]. Uses ``grpo.algos.grpo_advantages``.
+    Episodes come grouped: [prompt 0 x G, prompt 1 x G, ...]. Uses
+    ``grpo.objectives.grpo_advantages``.
     """
     R = np.asarray(returns, dtype=float)
     if group_size < 2 or R.ndim != 1 or len(R) == 0 or len(R) % group_size:
@@ -142,7 +143,8 @@ def grpo_loss(logp, logp_old, logp_ref, adv, w, clip: float, beta: float):
 
 def surrogate_slope(logp, logp_old, adv, clip: float):
     """d surrogate / d logp per step: rho*A where the clip leaves the step alone, 0 where it engaged
-    (``grpo.algos.clip_mask``, the same steps as ``clipped_surrogate``'s mask); also the mask."""
+    (``grpo.objectives.clip_mask``, the same steps as ``clipped_surrogate``'s mask); also the
+    mask."""
     rho = np.exp(logp - logp_old)
     clipped = clip_mask(rho, adv, clip)
     return np.where(clipped, 0, rho * adv), clipped

@@ -195,6 +195,9 @@ def make_splits(n_train: int, n_test: int, seed: int = 0, step_weights=(0.3, 0.3
     return train, test
 
 
+HELD_OUT = 2000  # the held-out problems (``Protocol.held_out``) the stored runs are scored on
+
+
 @dataclass(frozen=True)
 class Protocol:
     """Chapters 7-8's frozen data split and evaluation seeds: the one place these numbers live (the
@@ -210,7 +213,7 @@ class Protocol:
         """``(train, test)``, as ``make_splits`` draws them."""
         return make_splits(self.n_train, self.n_test, self.seed, self.step_weights)
 
-    def held_out(self, n: int = 2000) -> list[dict]:
+    def held_out(self, n: int = HELD_OUT) -> list[dict]:
         """``n`` more held-out problems, drawn after ``splits()``'s test set by the same generator:
         disjoint from train and test, never used to choose anything. Chapter 8's stored runs are
         scored on these (``splits()`` is unchanged by drawing them)."""

@@ -365,10 +365,11 @@ def expert_iteration(policy, tok, train: list[dict], test: list[dict], cfg: EICo
     return {"config": asdict(cfg), "log": log, "evals": evals}
 
 
-def _job(job) -> dict:
+def run_job(cfg, sft_held_out: int = 0) -> dict:
+    """One of ``run_all``'s jobs, in this process: ``cfg`` (a ``RunConfig`` or an ``SFTConfig``)
+    from chapter 7's checkpoint, as ``run_all`` describes."""
     from .data import answer_only
     from .train import ANSWER_ONLY_CHECKPOINT, SFT_CHECKPOINT, load_sft
-    cfg, sft_held_out = job
     torch.set_num_threads(1)
     short = getattr(cfg, "answer_format", "worked") == "answer_only"
     model, tok = load_sft(checkpoint=ANSWER_ONLY_CHECKPOINT if short else SFT_CHECKPOINT)
@@ -380,6 +381,10 @@ def _job(job) -> dict:
     return train_grpo(model, tok, train, test, cfg)
 
 
+def _run_packed_job(job: tuple) -> dict:
+    return run_job(*job)
+
+
 def run_all(configs, workers: int = 2, sft_held_out: int = 0) -> list[dict]:
     """From chapter 7's SFT checkpoint (or, with ``answer_format="answer_only"``, its answer-only
     twin on answer-only problems), run each config (a ``RunConfig``: ``train_grpo``; an
@@ -388,8 +393,9 @@ def run_all(configs, workers: int = 2, sft_held_out: int = 0) -> list[dict]:
     of which worker ran what."""
     if not all(isinstance(c, (RunConfig, SFTConfig)) for c in configs):
         raise ValueError("each config must be a RunConfig or an SFTConfig")
-    return parallel_map(_job, [(c, sft_held_out) for c in configs], workers, desc="GRPO runs")
+    return parallel_map(_run_packed_job, [(c, sft_held_out) for c in configs], workers,
+                        desc="GRPO runs")
 
 
 __all__ = ["RunConfig", "train_grpo", "EIConfig", "expert_iteration", "evaluate", "outcomes",
-           "pass_at_k", "continued_sft", "run_all", "score"]
+           "pass_at_k", "continued_sft", "run_all", "run_job", "score"]

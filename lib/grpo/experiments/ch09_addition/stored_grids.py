@@ -27,14 +27,14 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from grpo.files import write_atomically, write_text_atomically
+from grpo.lm.addition import Job, run_jobs, sft_endpoints
+from grpo.lm.rl import RunConfig
+from grpo.lm.tokenizer import Tokenizer
+from grpo.lm.train import SFTConfig
+from grpo.runstore import read_arrays, read_json, run_dir, write_arrays, write_json
 
-from .addition import Job, run_jobs, sft_endpoints
-from .rl import RunConfig
-from .tokenizer import Tokenizer
-from .train import SFTConfig
-
-RUNS_DIR = Path(__file__).resolve().parents[3] / "data" / "runs" / "09_addition"
+RUNS_DIR = run_dir("09_addition")
+READER = "the chapter: jupyter execute chapters/09_grpo_addition.ipynb"
 ENDPOINTS_DIR = RUNS_DIR / "endpoints"
 SFT_DIR = RUNS_DIR / "sft"
 TIMINGS = ("sample_s", "ref_s", "update_s")          # per-iteration seconds in a GRPO log
@@ -102,13 +102,13 @@ def stored_jobs(name: str, jobs, starts: dict, tok: Tokenizer, workers: int = 2,
     path = Path(folder or RUNS_DIR) / f"{name}.json"
     keys = [repr(j) for j in jobs]
     if path.is_file():
-        stored = json.loads(path.read_text())
+        stored = read_json(path, READER)
         if stored["jobs"] == keys:
             return [from_json(o) for o in stored["outputs"]]
     outs = run_jobs(jobs, starts, tok, workers)
     stored = {"jobs": keys, "specs": [job_spec(j) for j in jobs],
               "outputs": [to_json(o) for o in outs]}
-    write_text_atomically(path, json.dumps(stored, indent=0, sort_keys=True) + "\n")
+    write_json(path, stored, indent=0, sort_keys=True)
     return [from_json(to_json(o)) for o in outs]        # what a later read returns, exactly
 
 
@@ -126,15 +126,14 @@ def stored_endpoints(name: str, configs, tok: Tokenizer, seed: int = 0, workers:
     path = Path(folder or ENDPOINTS_DIR) / f"{name}.json"
     keys = {"configs": [repr(c) for c in configs], "seed": seed}
     if path.is_file():
-        stored = json.loads(path.read_text())
+        stored = read_json(path, READER)
         if stored["keys"] == keys:
             return stored["endpoints"]
     ends = [{"steps": e["steps"], "val_greedy": e["val_greedy"]}
             for e in sft_endpoints(configs, tok, seed, workers)]
     # config_from_spec rebuilds each config
     specs = [job_spec(Job(0, c))["cfg"] for c in configs]
-    text = json.dumps({"keys": keys, "specs": specs, "endpoints": ends}, indent=0, sort_keys=True)
-    write_text_atomically(path, text + "\n")
+    write_json(path, {"keys": keys, "specs": specs, "endpoints": ends}, indent=0, sort_keys=True)
     return json.loads(json.dumps(ends))
 
 
@@ -150,7 +149,7 @@ def stored_sft_run(name: str, cfg: SFTConfig, levels, tok: Tokenizer, seed: int 
     kernels (measured here with ATen's default kernels and MKL's COMPATIBLE mode) the float64
     weights agree to 1e-14 up to step 250 and the difference then grows about tenfold every 35
     steps (3e-6 by step 550), enough to flip answers of the GRPO runs started there."""
-    from .addition import train_sft
+    from grpo.lm.addition import train_sft
     if not isinstance(name, str) or not name.replace("_", "").isalnum():
         raise ValueError(f"name must be letters, digits and '_', got {name!r}")
     if not isinstance(cfg, SFTConfig):
@@ -169,15 +168,8 @@ def stored_sft_run(name: str, cfg: SFTConfig, levels, tok: Tokenizer, seed: int 
                    for lv in levels} | {history["eval_step"][-1]})
     plain = {k: history[k] for k in ("step", "loss", "eval_step", "eval_greedy")}
     arrays = {f"{step}/{k}": v.detach().cpu().numpy() for step in kept for k, v in at[step].items()}
-    folder.mkdir(parents=True, exist_ok=True)
-
-    def write_weights(tmp):
-        with open(tmp, "wb") as f:     # a file object: savez would add ".npz" to a path
-            np.savez_compressed(f, **arrays)
-
-    write_atomically(weights, write_weights)
-    text = json.dumps({"keys": keys, "kept": kept, "history": plain}, indent=0, sort_keys=True)
-    write_text_atomically(path, text + "\n")
+    write_arrays(weights, arrays)
+    write_json(path, {"keys": keys, "kept": kept, "history": plain}, indent=0, sort_keys=True)
     return json.loads(json.dumps(plain)), {step: at[step] for step in kept}
 
 
@@ -188,9 +180,8 @@ def load_sft_run(name: str, folder=None) -> tuple[dict, dict, dict]:
     path, weights = folder / f"{name}.json", folder / f"{name}.npz"
     if not (path.is_file() and weights.is_file()):
         raise FileNotFoundError(f"no stored SFT run {name!r} in {folder}: chapter 9 writes it")
-    stored = json.loads(path.read_text())
-    with np.load(weights) as npz:
-        arrays = {k: npz[k] for k in npz.files}
+    stored = read_json(path, READER)
+    arrays = read_arrays(weights)
     states = {step: {k.split("/", 1)[1]: torch.from_numpy(v) for k, v in arrays.items()
                      if k.split("/", 1)[0] == str(step)} for step in stored["kept"]}
     return stored["keys"], stored["history"], states

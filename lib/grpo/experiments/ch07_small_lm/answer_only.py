@@ -1,9 +1,9 @@
 """Chapter 7's answer-only control, stored: chapter 7's model trained from the same initialisation,
 with the same SFT budget, on final answers alone (``data.answer_only``).
 
-About 3 CPU-minutes, a quarter of chapter 7's time, and the same bits on every CPU (the model
-computes in float64), so the chapter reads it: ``python -m grpo.lm.answer_only`` (or ``make full``)
-writes
+The same bits on every CPU (the model computes in float64), and minutes of CPU (its record's
+``cpu_s``), so the chapter reads it: ``python -m grpo.experiments.ch07_small_lm.answer_only`` (or
+``make full``) writes
 
     data/models/07_small_lm_answer_only.safetensors   the weights (float32, as every checkpoint)
     data/runs/07_small_lm/answer_only.json           its config, SFT log and CPU seconds, and its
@@ -17,24 +17,21 @@ test problems from the checkpoint.
 
 from __future__ import annotations
 
-import argparse
-import json
-import time
 from dataclasses import asdict
 from pathlib import Path
 
 import torch
 
-from grpo.files import write_text_atomically
-from grpo.results import json_ready
+from grpo.files import json_ready
+from grpo.runstore import bits, command_line, cpu_timed, read_json, run_dir, unbits, write_json
 
-from .data import PROTOCOL, answer_only
-from .eval import completions, rewards
-from .model import GPT, load, save
-from . import sft_run
-from .runs import RUNS_DIR, _bits, decode
-from .tokenizer import Tokenizer
-from .train import ANSWER_ONLY_CHECKPOINT, MODELS_DIR, SFT_CHECKPOINT, SFT_TOKENIZER, SFTConfig, sft
+from grpo.lm.data import PROTOCOL, answer_only
+from grpo.lm.eval import completions, rewards
+from grpo.lm.model import GPT, load, save
+from grpo.experiments.ch07_small_lm import sft_run
+from grpo.lm.tokenizer import Tokenizer
+from grpo.lm.train import (ANSWER_ONLY_CHECKPOINT, MODELS_DIR, SFT_CHECKPOINT, SFT_TOKENIZER,
+                            SFTConfig, sft)
 
 # Chapter 7's SFT budget and initialisation seed: the worked-solution run's (``sft_run``).
 SFT, INIT_SEED = sft_run.SFT, sft_run.INIT_SEED
@@ -42,8 +39,11 @@ MAX_NEW_TOKENS = 8  # "#### 24" and <eos> fit
 SAMPLES, TEMPERATURE, SAMPLE_SEED = 8, 0.7, 0
 
 
+MODULE = "grpo.experiments.ch07_small_lm.answer_only"
+
+
 def stored_path() -> Path:
-    return RUNS_DIR / "07_small_lm" / "answer_only.json"
+    return run_dir("07_small_lm") / "answer_only.json"
 
 
 def splits() -> tuple[list, list]:
@@ -85,39 +85,35 @@ def run_and_store(
 ) -> Path:
     """Train, write the checkpoint, score it as stored on the test split, write the record."""
     torch.set_num_threads(1)
-    cpu0 = time.process_time()
-    model, tok, history = train_model(cfg, models_dir)
-    save(model, Path(models_dir) / ANSWER_ONLY_CHECKPOINT)
-    stored = load(Path(models_dir) / ANSWER_ONLY_CHECKPOINT)
-    s = score(stored, tok, splits()[1])
+    (history, s), cpu_s = cpu_timed(_train_and_score, cfg, Path(models_dir))
     record = {
         "config": json_ready(asdict(cfg)),
         "init_seed": INIT_SEED,
         "history": json_ready(history),
-        "test": {"greedy": _bits(s["greedy"]), "sampled": _bits(s["sampled"]), "samples": SAMPLES},
-        "cpu_s": round(time.process_time() - cpu0, 1),
+        "test": {"greedy": bits(s["greedy"]), "sampled": bits(s["sampled"]), "samples": SAMPLES},
+        "cpu_s": round(cpu_s, 1),
     }
-    path = Path(path or stored_path())
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_text_atomically(path, json.dumps(record, indent=1) + "\n")
-    return path
+    return write_json(Path(path or stored_path()), record)
+
+
+def _train_and_score(cfg: SFTConfig, models_dir: Path) -> tuple:
+    model, tok, history = train_model(cfg, models_dir)
+    save(model, models_dir / ANSWER_ONLY_CHECKPOINT)
+    stored = load(models_dir / ANSWER_ONLY_CHECKPOINT)
+    return history, score(stored, tok, splits()[1])
 
 
 def load_record(cfg: SFTConfig = SFT, path: Path | None = None) -> dict:
     """The stored record, with its test outcomes as 0/1 arrays; ``cfg`` must be the stored one."""
     path = Path(path or stored_path())
-    if not path.exists():
-        raise FileNotFoundError(
-            f"no stored answer-only control at {path}: run `python -m grpo.lm.answer_only`"
-        )
-    record = json.loads(path.read_text())
+    record = read_json(path, MODULE)
     if record["config"] != json_ready(asdict(cfg)):
         raise ValueError(
-            f"cfg must be the config stored in {path}: re-run `python -m grpo.lm.answer_only` "
-            "after changing it"
+            f"cfg must be the config stored in {path}: re-run `python -m {MODULE}` after "
+            "changing it"
         )
     t = record["test"]
-    record["test"] = {"greedy": decode(t["greedy"]), "sampled": decode(t["sampled"], t["samples"])}
+    record["test"] = {"greedy": unbits(t["greedy"]), "sampled": unbits(t["sampled"], t["samples"])}
     return record
 
 
@@ -128,11 +124,7 @@ def load_model(cfg: SFTConfig = SFT, models_dir: Path = MODELS_DIR):
 
 
 def main(argv=None) -> None:
-    p = argparse.ArgumentParser(
-        prog="python -m grpo.lm.answer_only", description=__doc__.splitlines()[0]
-    )
-    p.parse_args(argv)
-    print(f"wrote {run_and_store()}")
+    command_line(MODULE, __doc__, run_and_store, argv)
 
 
 __all__ = [

@@ -1,6 +1,6 @@
 """The machine a run happened on, and the kernel paths its libraries chose: ``make test`` prints
-this first (``python -m grpo.machine``), so a reader can compare their CPU with the one that stored
-the book's outputs (README, "Reproducible on any x86-64 CPU").
+this first (``python -m grpo.book.machine``), so a reader can compare their CPU with the one that
+stored the book's outputs (README, "Reproducible on any x86-64 CPU").
 
 Which kernels run decides a float's last bits: MKL (torch's matrix products) and ATen (torch's
 own ops) pick a code path by CPU vendor and instruction set, NumPy dispatches its loops on the

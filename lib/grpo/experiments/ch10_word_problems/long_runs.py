@@ -1,6 +1,7 @@
-"""Chapter 8's long GSM8K-style runs, stored: ``python -m grpo.lm.runs --all`` (``make full``).
+"""Chapter 10's long GSM8K-style runs (chapter 8 reads some too), stored:
+``python -m grpo.experiments.ch10_word_problems.long_runs --all`` (``make full``).
 
-A GRPO iteration on chapter 7's model costs about 6 CPU-seconds, so the decisive runs (a learning
+A GRPO iteration on chapter 7's model costs CPU-seconds, so the decisive runs (a learning
 rate sweep of 120 iterations, GRPO from a plateaued SFT model, expert iteration at equal CPU, the
 practice probe with its SFT control, the strict reward) take CPU-hours, more than nbval can repeat.
 This module runs them in spawned workers and writes each to ``data/runs/NAME.json``: its spec and
@@ -10,33 +11,32 @@ held-out problems that choose nothing. Chapter 8 reads these files; ``tests/test
 re-runs each run's first iterations and checks that the stored log is what this code produces, to
 the last bit.
 
-    python -m grpo.lm.runs --list               # the registry
-    python -m grpo.lm.runs grpo_lr5e-05 start   # some runs
-    python -m grpo.lm.runs --all --workers 2    # every run (plateau_sft before those it starts)
+    python -m grpo.experiments.ch10_word_problems.long_runs --list               # the registry
+    python -m grpo.experiments.ch10_word_problems.long_runs grpo_lr5e-05 start   # some runs
+    python -m grpo.experiments.ch10_word_problems.long_runs --all --workers 2
+                                # every run (plateau_sft before those it starts)
 """
 from __future__ import annotations
 
-import argparse
-import json
-import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from grpo.files import write_text_atomically
 from grpo.pool import parallel_map
+from grpo.runstore import bits, command_line, cpu_timed, read_json, run_dir, unbits
+from grpo.runstore import write_json
 
-from .data import PROTOCOL, step_count
-from .eval import outcomes
-from .model import save
-from .rl import EIConfig, RunConfig, expert_iteration, train_grpo
-from .train import MODELS_DIR, SFT_CHECKPOINT, SFTConfig, load_sft, sft
+from grpo.lm.data import HELD_OUT, PROTOCOL, step_count
+from grpo.lm.eval import outcomes
+from grpo.lm.model import save
+from grpo.lm.rl import EIConfig, RunConfig, expert_iteration, train_grpo
+from grpo.lm.train import MODELS_DIR, SFT_CHECKPOINT, SFTConfig, load_sft, sft
 
-RUNS_DIR = Path(__file__).resolve().parents[3] / "data" / "runs"
+RUNS_DIR = run_dir("10_word_problems")
+MODULE = "grpo.experiments.ch10_word_problems.long_runs"
 PLATEAU_CHECKPOINT = "08_plateau_sft.safetensors"
-HELD_OUT = 2000
 HELD_OUT_SAMPLES = 4                    # sampled completions per held-out problem, at T 0.7
 
 
@@ -120,25 +120,15 @@ RUNS: dict[str, Stored] = {
 }
 
 
-def _bits(a) -> str:
-    return "".join("1" if x else "0" for x in np.asarray(a).ravel())
-
-
 def held_out_outcomes(model, tok, problems, samples: int = HELD_OUT_SAMPLES) -> dict:
     """Per-problem outcomes (``grpo.lm.eval.outcomes``) as 0/1 strings: ``greedy`` (one char a
     problem), ``sampled`` and ``annotations_ok`` (``samples`` chars a problem: the verifier's
     reward, and whether every ``<<a=b>>`` in that sample is right), and each problem's step
     count."""
     o = outcomes(model, tok, problems, samples, 0.7, PROTOCOL.eval_seed, annotations=True)
-    return {"greedy": _bits(o["greedy"]), "sampled": _bits(o["sampled"]),
-            "annotations_ok": _bits(o["annotations_ok"]), "samples": samples,
+    return {"greedy": bits(o["greedy"]), "sampled": bits(o["sampled"]),
+            "annotations_ok": bits(o["annotations_ok"]), "samples": samples,
             "steps": "".join(str(step_count(p)) for p in problems)}
-
-
-def decode(bits: str, samples: int = 1) -> np.ndarray:
-    """A stored 0/1 string back to a (problems,) or (problems, samples) float array."""
-    a = np.frombuffer(bits.encode(), dtype=np.uint8) - ord("0")
-    return a.astype(float) if samples == 1 else a.reshape(-1, samples).astype(float)
 
 
 def outcomes_of(name: str, key: str = "greedy", part: str = "held_out") -> np.ndarray:
@@ -146,10 +136,10 @@ def outcomes_of(name: str, key: str = "greedy", part: str = "held_out") -> np.nd
     ``greedy`` 0/1, ``sampled`` the mean of its samples, ``annotations_ok`` likewise."""
     h = load_run(name)[part]
     if key == "greedy":
-        return decode(h["greedy"])
+        return unbits(h["greedy"])
     if key not in ("sampled", "annotations_ok"):
         raise ValueError(f"key must be 'greedy', 'sampled' or 'annotations_ok', got {key!r}")
-    return decode(h[key], h["samples"]).mean(1)
+    return unbits(h[key], h["samples"]).mean(1)
 
 
 def lift(names, against="start", key: str = "greedy", part: str = "held_out"):
@@ -171,11 +161,14 @@ def start_model(spec: Stored):
 def run(name: str) -> dict:
     """Run one registry entry in this process and return what ``data/runs/NAME.json`` stores."""
     torch.set_num_threads(1)
-    spec = RUNS[name]
-    cpu0 = time.process_time()
+    result, cpu_s = cpu_timed(_run, RUNS[name])
+    return {"name": name, **result, "cpu_s": round(cpu_s, 1)}
+
+
+def _run(spec: Stored) -> dict:
     model, tok = start_model(spec)
     train, val = PROTOCOL.splits()
-    out = {"name": name, "kind": spec.kind, "start": spec.start, "note": spec.note,
+    out = {"kind": spec.kind, "start": spec.start, "note": spec.note,
            "config": None if spec.config is None else asdict(spec.config)}
     if spec.kind == "grpo":
         result = train_grpo(model, tok, train, val, spec.config)
@@ -197,7 +190,6 @@ def run(name: str) -> dict:
     if pool:
         out["pool"] = held_out_outcomes(model, tok, train[:pool])
     out["held_out"] = held_out_outcomes(model, tok, PROTOCOL.held_out(HELD_OUT))
-    out["cpu_s"] = round(time.process_time() - cpu0, 1)
     return out
 
 
@@ -205,25 +197,18 @@ def write(name: str, result: dict, directory: Path | None = None) -> Path:
     """Store a run as ``directory/NAME.json`` (default ``RUNS_DIR``, read at the call; replaced
     atomically)."""
     directory = RUNS_DIR if directory is None else directory
-    directory.mkdir(parents=True, exist_ok=True)
-    path = directory / f"{name}.json"
-    write_text_atomically(path, json.dumps(result, indent=1) + "\n")
-    return path
+    return write_json(directory / f"{name}.json", result)
 
 
 def _run_and_write(name: str) -> str:
     return str(write(name, run(name)))
 
 
-def load_run(name: str, directory: Path | None = None, module: str = "grpo.lm.runs") -> dict:
+def load_run(name: str, directory: Path | None = None) -> dict:
     """A stored run, as ``run`` returned it (from ``directory``, default ``RUNS_DIR`` read at the
     call); a clear error, naming the command, if it was never run."""
     directory = RUNS_DIR if directory is None else directory
-    path = directory / f"{name}.json"
-    if not path.exists():
-        raise FileNotFoundError(f"no stored run {name!r} in {directory}: run `python -m {module} "
-                                f"{name}`")
-    return json.loads(path.read_text())
+    return read_json(directory / f"{name}.json", f"{MODULE} {name}")
 
 
 TIMINGS = ("sample_s", "ref_s", "update_s")
@@ -265,12 +250,12 @@ def rerun(name: str, n: int = 2) -> dict:
 
 def replay(name: str, n: int = 2) -> tuple[dict, dict]:
     """``(stored, now)``: the first ``n`` rows of a stored run's log and the same rows computed now
-    (``rerun``). The same result (``grpo.results.mismatches`` finds nothing) when this code, on any
-    CPU, produced the stored file."""
+    (``rerun``). The same result (``grpo.book.results.mismatches`` finds nothing) when this code,
+    on any CPU, produced the stored file."""
     stored = load_run(name)
     if stored_config(stored) != RUNS[name].config:
         raise ValueError(f"{name}: the stored config is not the registry's: re-run it "
-                         f"(`python -m grpo.lm.runs {name}`)")
+                         f"(`python -m {MODULE} {name}`)")
     now = rerun(name, n)
     return {k: stored["log"][k][:n] for k in now}, now
 
@@ -294,29 +279,19 @@ def rescore(name: str, n: int = 256) -> tuple[dict, dict]:
     return {k: h[k][:n * m] for k, m in per.items()}, {k: now[k] for k in per}
 
 
-def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m grpo.lm.runs",
-                                     description=__doc__.split("\n\n")[0])
-    parser.add_argument("names", nargs="*", help="registry entries to run (see --list)")
-    parser.add_argument("--all", action="store_true", help="run every entry")
-    parser.add_argument("--list", action="store_true", help="list the registry and exit")
-    parser.add_argument("--workers", type=int, default=2)
-    args = parser.parse_args(argv)
-    if args.list:
-        for name, spec in RUNS.items():
-            print(f"{name:24s} {spec.kind:17s} from {spec.start:8s} {spec.note}")
-        return
-    names = list(RUNS) if args.all else args.names
-    unknown = [n for n in names if n not in RUNS]
-    if unknown or not names:
-        parser.error(f"unknown runs {unknown}; choose from {list(RUNS)}" if unknown
-                     else "name runs or --all")
-    # plateau_sft writes what the rest start from
+def run_and_store(names, workers: int = 2) -> list:
+    """Run registry entries in ``workers`` processes and store each; ``plateau_sft`` (which the
+    runs from the plateau start from) goes before those runs."""
     first = [n for n in names if RUNS[n].start != "plateau"]
+    written = []
     for wave in (first, [n for n in names if n not in first]):
-        for path in parallel_map(_run_and_write, wave, args.workers,
-                                 desc="stored runs") if wave else ():
-            print("wrote", path)
+        if wave:
+            written += parallel_map(_run_and_write, wave, workers, desc="stored runs")
+    return written
+
+
+def main(argv=None) -> None:
+    command_line(MODULE, __doc__, run_and_store, argv, registry=RUNS, workers=2)
 
 
 if __name__ == "__main__":

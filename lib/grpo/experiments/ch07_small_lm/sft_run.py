@@ -6,7 +6,7 @@ not the same bits on every CPU. The model computes in float64, so a first step a
 kernel paths to the last bits; but a long run amplifies the last bits. Re-trained under ATen's
 default kernels instead of the book's AVX2 ones, it ends with weights 1.6e-3 away and other
 sampled answers (README, "Long training is chaotic"). So the chapter reads the run, and
-``python -m grpo.lm.sft_run`` (or ``make full``, first) writes
+``python -m grpo.experiments.ch07_small_lm.sft_run`` (or ``make full``, first) writes
 
     data/runs/07_small_lm/sft.json                its SFT config, model shape, init seed, the SFT
                                                   log (every step's loss, the greedy evaluations)
@@ -21,23 +21,19 @@ stored log and checks the float32 checkpoint against the float64 weights.
 
 from __future__ import annotations
 
-import argparse
-import json
-import time
 from dataclasses import asdict
 from pathlib import Path
 
 import torch
-from safetensors.torch import load_file, save_file
 
-from grpo.files import write_atomically, write_text_atomically
-from grpo.results import json_ready
+from grpo.files import json_ready
+from grpo.runstore import command_line, cpu_timed, read_json, read_weights, run_dir, write_json
+from grpo.runstore import write_weights
 
-from .data import PROTOCOL
-from .model import GPT, GPTConfig, save
-from .runs import RUNS_DIR
-from .tokenizer import Tokenizer
-from .train import MODELS_DIR, SFT_CHECKPOINT, SFT_TOKENIZER, SFTConfig, sft
+from grpo.lm.data import PROTOCOL
+from grpo.lm.model import GPT, GPTConfig, save
+from grpo.lm.tokenizer import Tokenizer
+from grpo.lm.train import MODELS_DIR, SFT_CHECKPOINT, SFT_TOKENIZER, SFTConfig, sft
 
 # Chapter 7's SFT settings, model shape and initialisation seed (the chapter checks its own).
 SFT = SFTConfig(steps=1000, batch_size=32, lr=3e-3, warmup=20, eval_every=200, eval_problems=200)
@@ -46,8 +42,11 @@ INIT_SEED = 0
 WEIGHTS = "sft_weights.safetensors"
 
 
+MODULE = "grpo.experiments.ch07_small_lm.sft_run"
+
+
 def stored_dir() -> Path:
-    return RUNS_DIR / "07_small_lm"
+    return run_dir("07_small_lm")
 
 
 def model_config(tok: Tokenizer) -> GPTConfig:
@@ -74,16 +73,12 @@ def run_and_store(
 ) -> Path:
     """Train, then write the float64 weights, the float32 checkpoint and the record."""
     torch.set_num_threads(1)
-    cpu0 = time.process_time()
-    model, _, history = train_model(cfg, models_dir)
-    cpu_s = round(time.process_time() - cpu0, 1)
+    (model, _, history), cpu_s = cpu_timed(train_model, cfg, models_dir)
     directory = Path(directory or stored_dir())
-    directory.mkdir(parents=True, exist_ok=True)
-    state = {k: v.detach().contiguous() for k, v in model.state_dict().items()}
-    write_atomically(directory / WEIGHTS, lambda tmp: save_file(state, str(tmp)))
+    write_weights(directory / WEIGHTS, model.state_dict())
     save(model, Path(models_dir) / SFT_CHECKPOINT)
-    record = {**_record(cfg, model.cfg), "history": json_ready(history), "cpu_s": cpu_s}
-    write_text_atomically(directory / "sft.json", json.dumps(record, indent=1) + "\n")
+    record = {**_record(cfg, model.cfg), "history": json_ready(history), "cpu_s": round(cpu_s, 1)}
+    write_json(directory / "sft.json", record)
     return directory
 
 
@@ -92,12 +87,10 @@ def load_record(
 ) -> dict:
     """The stored record; ``cfg`` (and ``model_cfg``, if given) must be the stored ones."""
     path = Path(directory or stored_dir()) / "sft.json"
-    if not path.exists():
-        raise FileNotFoundError(f"no stored SFT run at {path}: run `python -m grpo.lm.sft_run`")
-    record = json.loads(path.read_text())
+    record = read_json(path, MODULE)
     if record["config"] != json_ready(asdict(cfg)):
         raise ValueError(
-            f"cfg must be the config stored in {path}: re-run `python -m grpo.lm.sft_run` after "
+            f"cfg must be the config stored in {path}: re-run `python -m {MODULE}` after "
             "changing it"
         )
     if model_cfg is not None and record["model"] != asdict(model_cfg):
@@ -111,16 +104,12 @@ def load(cfg: SFTConfig = SFT, model_cfg: GPTConfig | None = None, directory: Pa
     directory = Path(directory or stored_dir())
     record = load_record(cfg, model_cfg, directory)
     model = GPT(GPTConfig(**record["model"]))
-    model.load_state_dict(load_file(str(directory / WEIGHTS)))
+    model.load_state_dict(read_weights(directory / WEIGHTS))
     return model.eval(), record["history"]
 
 
 def main(argv=None) -> None:
-    p = argparse.ArgumentParser(
-        prog="python -m grpo.lm.sft_run", description=__doc__.splitlines()[0]
-    )
-    p.parse_args(argv)
-    print(f"wrote {run_and_store()}")
+    command_line(MODULE, __doc__, run_and_store, argv)
 
 
 __all__ = [

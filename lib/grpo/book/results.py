@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .files import write_text_atomically
+from grpo.files import json_ready, write_text_atomically
 
 ENV_VAR = "GRPO_RESULTS_DIR"
 RTOL = 1e-9              # how far two runs' floats may differ and still be the same result
@@ -36,21 +36,6 @@ def results_dir() -> Path:
                        f"lib/grpo); set {ENV_VAR} to the results directory")
 
 
-def json_ready(value):
-    """``value`` as plain JSON types, exactly: NumPy scalars and arrays as Python numbers and lists,
-    tuples as lists, keys as strings (refusing keys that would collide); floats untouched, NaN
-    included."""
-    if isinstance(value, dict):
-        keys = [str(k) for k in value]
-        if len(set(keys)) != len(keys):
-            clash = sorted(k for k in set(keys) if keys.count(k) > 1)
-            raise ValueError(f"keys that differ only in type would collide in JSON: {clash}")
-        return {str(k): json_ready(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple, np.ndarray)):
-        return [json_ready(v) for v in value]
-    if isinstance(value, np.generic):
-        return value.item()
-    return value
 
 
 def _check_name(name):

@@ -1,9 +1,10 @@
 """Chapter 6's fifteen main runs, stored: PPO, outcome GRPO, the V(s) control, process GRPO and A2C,
 three seeds each.
 
-About 10 CPU-minutes, most of the chapter's time, and the same bits on every run (a run is seeded
-by its spec alone), so the chapter reads them: ``python -m grpo.lander.main_runs`` (or
-``make full``) writes ``data/runs/06_lander/main/``:
+Most of the chapter's CPU (the chapter states it, from each run's stored ``cpu_s``), and the same
+bits on every run (a run is seeded by its spec alone), so the chapter reads them:
+``python -m grpo.experiments.ch06_lander.main_runs`` (or ``make full``) writes
+``data/runs/06_lander/main/``:
 
     runs.json     every run's result as ``train`` returns it, less its weights and per-episode
                   training returns (which the chapter does not read)
@@ -16,19 +17,16 @@ against the stored one.
 """
 from __future__ import annotations
 
-import argparse
-import json
-import time
 from dataclasses import asdict
 from pathlib import Path
 
-import numpy as np
 import torch
 
-from ..files import write_atomically, write_text_atomically
-from ..pool import parallel_map
-from ..results import json_ready, results_dir
-from .trainers import A2C_CONFIG, ActorCriticConfig, GRPOConfig, RunSpec, train
+from grpo.files import json_ready
+from grpo.pool import parallel_map
+from grpo.runstore import (command_line, cpu_timed, read_arrays, read_json, run_dir, write_arrays,
+                           write_json_rows)
+from grpo.lander.trainers import A2C_CONFIG, ActorCriticConfig, GRPOConfig, RunSpec, train
 
 SEEDS = (0, 1, 2)
 EVAL_EVERY, VAL_EPISODES, TEST_EPISODES = 100_000, 16, 50
@@ -60,16 +58,11 @@ def specs() -> list[RunSpec]:
             for algo in ENV_STEPS for seed in SEEDS]
 
 
+MODULE = "grpo.experiments.ch06_lander.main_runs"
+
+
 def stored_dir() -> Path:
-    return results_dir().parent / "runs" / "06_lander" / "main"
-
-
-def _json_text(payload: dict) -> str:
-    """Compact JSON, one spec and one run a line (A2C's
-    12,500 iterations of logs are most of it)."""
-    def lines(rows):
-        return "[\n" + ",\n".join(json.dumps(r, separators=(",", ":")) for r in rows) + "]"
-    return f'{{"specs": {lines(payload["specs"])},\n"runs": {lines(payload["runs"])}}}\n'
+    return run_dir("06_lander") / "main"
 
 
 def _spec_record(s: RunSpec) -> dict:
@@ -98,14 +91,11 @@ def store(results: list, run_specs: list, cpu_s: list, directory: Path | None = 
         records.append({**{k: v for k, v in run.items() if k not in DROPPED},
                         "snapshot_steps": [steps for steps, _ in snapshots],
                         "cpu_s": round(cpu, 1)})
-    payload = {"specs": [_spec_record(s) for s in run_specs], "runs": json_ready(records)}
-
-    def write_weights(tmp):
-        with open(tmp, "wb") as f:    # a file object: savez would add ".npz" to a path
-            np.savez_compressed(f, **arrays)
-
-    write_atomically(directory / "weights.npz", write_weights)
-    write_text_atomically(directory / "runs.json", _json_text(payload))
+    write_arrays(directory / "weights.npz", arrays)
+    # compact JSON, one spec and one run a line (A2C's 12,500 iterations of logs are most of it)
+    write_json_rows(directory / "runs.json", {"specs": [_spec_record(s) for s in run_specs],
+                                              "runs": json_ready(records)},
+                    compact=("specs", "runs"))
     return directory
 
 
@@ -114,15 +104,11 @@ def load(run_specs: list | None = None, directory: Path | None = None) -> list:
     ``run_specs`` defaults to ``specs()`` and must be the ones the file was written for."""
     run_specs = specs() if run_specs is None else list(run_specs)
     directory = Path(directory or stored_dir())
-    if not (directory / "runs.json").exists():
-        raise FileNotFoundError(f"{directory} holds no stored runs: run `python -m "
-                                "grpo.lander.main_runs`")
-    payload = json.loads((directory / "runs.json").read_text())
+    payload = read_json(directory / "runs.json", MODULE)
     if payload["specs"] != json_ready([_spec_record(s) for s in run_specs]):
         raise ValueError(f"run_specs must be the ones stored in {directory / 'runs.json'}: "
-                         "re-run `python -m grpo.lander.main_runs` after changing them")
-    with np.load(directory / "weights.npz") as npz:
-        arrays = {k: npz[k] for k in npz.files}
+                         f"re-run `python -m {MODULE}` after changing them")
+    arrays = read_arrays(directory / "weights.npz")
 
     def state(run, which):
         prefix = _key(run, which) + "/"
@@ -142,28 +128,23 @@ def load(run_specs: list | None = None, directory: Path | None = None) -> list:
 def cpu_seconds(directory: Path | None = None) -> list[float]:
     """Each stored run's CPU seconds, in spec order."""
     directory = Path(directory or stored_dir())
-    return [r["cpu_s"] for r in json.loads((directory / "runs.json").read_text())["runs"]]
+    return [r["cpu_s"] for r in read_json(directory / "runs.json", MODULE)["runs"]]
 
 
-def _timed(s: RunSpec) -> tuple:
-    cpu0 = time.process_time()
-    run = train(s)
-    return run, time.process_time() - cpu0
+def _timed_run(s: RunSpec) -> tuple:
+    return cpu_timed(train, s)
 
 
 def run_and_store(run_specs: list | None = None, workers: int = 2,
                   directory: Path | None = None) -> Path:
     """Train ``run_specs`` (default ``specs()``) in ``workers`` processes and store them."""
     run_specs = specs() if run_specs is None else list(run_specs)
-    done = parallel_map(_timed, run_specs, workers, desc="06 main runs")
+    done = parallel_map(_timed_run, run_specs, workers, desc="06 main runs")
     return store([r for r, _ in done], run_specs, [c for _, c in done], directory)
 
 
 def main(argv=None) -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--workers", type=int, default=2)
-    args = p.parse_args(argv)
-    print(f"wrote {run_and_store(workers=args.workers)}")
+    command_line(MODULE, __doc__, run_and_store, argv, workers=2)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ few precomputed values of one knob. In a chapter, the widget cell carries the
 ``nbval-ignore-output`` tag and prints no result; the grid figure beside it is an ordinary, checked
 output.
 
-    from grpo import live
+    from grpo.book import live
     live.panel("GRPO")                                     # Jupyter only
     live.grid_figure("GRPO", "eps", [0.05, 0.2, 0.5])      # the static book
 """
@@ -18,7 +18,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.colors import to_rgb
 
-from . import algos, lava
+from grpo.toy import algos, lava
 from .plots import COLORS, curve_axes
 
 # The knobs each chapter's panel offers: (widget kind, min, max, step, default)

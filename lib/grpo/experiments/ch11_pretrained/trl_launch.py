@@ -1,13 +1,15 @@
 """Chapter 11's recipe through TRL's GRPOTrainer, from one YAML file: the path to several GPUs.
 
-    accelerate launch -m grpo.lm.trl_grpo --config lib/grpo/lm/trl_grpo.yaml
-    accelerate launch --num_processes 8 -m grpo.lm.trl_grpo --config lib/grpo/lm/trl_grpo.yaml \\
-        --model HuggingFaceTB/SmolLM2-135M-Instruct --bf16 true       # GPUs, the unquantized model
+    YAML=lib/grpo/experiments/ch11_pretrained/trl_launch.yaml
+    accelerate launch -m grpo.experiments.ch11_pretrained.trl_launch --config $YAML
+    accelerate launch --num_processes 8 -m grpo.experiments.ch11_pretrained.trl_launch \\
+        --config $YAML --model HuggingFaceTB/SmolLM2-135M-Instruct --bf16 true   # GPUs, unquantized
 
-The YAML holds ``grpo.lm.pretrained.RECIPE`` in TRL's terms (``tests/test_trl_launch.py`` checks
-that they agree, and runs one step of it offline on CPU); any flag after it overrides the file. The
-problems are chapter 11's training split (one-step word problems, the question alone in the chat
-template) and the reward is the book's verifier on the last number (``last_number_reward``).
+The YAML holds ``smollm2_runs.RECIPE`` (beside this module) in TRL's terms
+(``tests/test_trl_launch.py`` checks that they agree, and runs one step of it offline on CPU); any
+flag after it overrides the file. The problems are chapter 11's training split (one-step word
+problems, the question alone in the chat template) and the reward is the book's verifier on the
+last number (``last_number_reward``).
 ``model``: a name in ``grpo.lm.hf.GGUF_MODELS`` (``smollm2``: the wheel's GGUF, dequantized once
 into ``output_dir/start_model``, since TRL loads its reference model from the policy's path), a
 local directory, or a hub id. Where TRL differs from ``grpo.lm.hf.grpo_step``: its advantages divide
@@ -19,10 +21,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .hf import GGUF_MODELS, load_model, save_plain, trl_dataset, trl_reward
-from .verifier import last_number_reward
+from grpo.lm.hf import GGUF_MODELS, load_model, save_plain, trl_dataset, trl_reward
+from grpo.lm.verifier import last_number_reward
 
-CONFIG = Path(__file__).with_name("trl_grpo.yaml")
+CONFIG = Path(__file__).with_name("trl_launch.yaml")
 
 
 @dataclass
@@ -53,7 +55,7 @@ def build_trainer(args: LaunchArgs, config):
     import trl
     from transformers import AutoTokenizer
 
-    from .pretrained import problems
+    from grpo.experiments.ch11_pretrained.smollm2_runs import problems
     path = model_path(args, config.output_dir)
     tokenizer = AutoTokenizer.from_pretrained(path)
     if tokenizer.pad_token is None:
@@ -69,7 +71,7 @@ def build_trainer(args: LaunchArgs, config):
 def main(argv=None):
     import trl
     parser = trl.TrlParser((LaunchArgs, trl.GRPOConfig),
-                           prog="accelerate launch -m grpo.lm.trl_grpo")
+                           prog="accelerate launch -m grpo.experiments.ch11_pretrained.trl_launch")
     args, config = parser.parse_args_and_config(args=argv)
     trainer = build_trainer(args, config)
     trainer.train()

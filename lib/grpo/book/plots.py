@@ -11,7 +11,7 @@ from IPython.display import HTML
 from matplotlib.animation import FuncAnimation
 from matplotlib.patches import Rectangle
 
-from .lava import EXIT, N_TILES, check_floor, exact_score, play_group
+from grpo.toy.lava import EXIT, N_TILES, check_floor, exact_score, play_group
 
 # Okabe-Ito colour-blind-safe palette; an algorithm keeps its colour in every chapter.
 COLORS = {

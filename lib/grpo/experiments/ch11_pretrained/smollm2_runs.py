@@ -12,31 +12,31 @@ not re-run by nbval: each writes ``data/runs/11_pretrained/NAME.json`` with its 
 its first batch's completions and its held-out outcomes. ``tests/test_pretrained_runs.py`` re-runs
 the first iteration of ``grpo_seed0`` and compares it with the stored one.
 
-    python -m grpo.lm.pretrained --list
-    python -m grpo.lm.pretrained start grpo_seed0   # some runs
-    python -m grpo.lm.pretrained --all --workers 2  # every run (make full); sft after grpo_seed0
+    python -m grpo.experiments.ch11_pretrained.smollm2_runs --list
+    python -m grpo.experiments.ch11_pretrained.smollm2_runs start grpo_seed0   # some runs
+    python -m grpo.experiments.ch11_pretrained.smollm2_runs --all --workers 2  # every run
+
+(``--all`` runs ``sft`` last: it spends ``grpo_seed0``'s CPU.)
 """
 from __future__ import annotations
 
-import argparse
 import copy
 import json
 import time
 from dataclasses import asdict, dataclass, replace
-from pathlib import Path
 
 import numpy as np
 import torch
 
+from grpo.lm.data import PROTOCOL, step_count
+from grpo.lm.hf import (HFConfig, encode_prompts, grpo_step, load_model, prompt_text,
+                        sample_completions)
+from grpo.lm.verifier import last_number, last_number_reward
 from grpo.pool import parallel_map
+from grpo.runstore import bits, command_line, read_json, run_dir, unbits, write_json
 
-from .data import PROTOCOL, step_count
-from . import runs
-from .runs import _bits, decode
-from .hf import HFConfig, encode_prompts, grpo_step, load_model, prompt_text, sample_completions
-from .verifier import last_number, last_number_reward
-
-RUNS_DIR = Path(__file__).resolve().parents[3] / "data" / "runs" / "11_pretrained"
+MODULE = "grpo.experiments.ch11_pretrained.smollm2_runs"
+RUNS_DIR = run_dir("11_pretrained")
 MODEL = "smollm2"
 # The recipe: four prompts, a group of 8, pure sampling at T 1, a 64-token budget, beta 0.04 and
 # Adam at 1e-5 for 10 iterations: the probe in the chapter's issue (1e-5 lifted, 3e-6 did not, on
@@ -112,7 +112,7 @@ def greedy(model, tok, probs, max_new_tokens: int) -> dict:
         right += [last_number_reward(t, p["answer"]) for t, p in zip(batch_texts, batch,
                                                                      strict=True)]
         texts += batch_texts
-    return {"greedy": _bits(right), "ended": _bits(ended), "length_mean": float(np.mean(lengths)),
+    return {"greedy": bits(right), "ended": bits(ended), "length_mean": float(np.mean(lengths)),
             "examples": texts[:3]}
 
 
@@ -136,7 +136,7 @@ def sampled(model, tok, probs, seed: int = PROTOCOL.eval_seed) -> dict:
         right += [last_number_reward(t, a) for t, a in zip(texts, answers, strict=True)]
         surprisal -= float(logp[m].sum())
         tokens += int(m.sum())
-    return {"sampled": _bits(right), "samples": SAMPLED_G, "entropy_per_token": surprisal / tokens}
+    return {"sampled": bits(right), "samples": SAMPLED_G, "entropy_per_token": surprisal / tokens}
 
 
 def evaluate(model, tok, spec: Spec, sets: dict) -> dict:
@@ -260,18 +260,18 @@ def run(name: str) -> dict:
 
 
 def _run_and_write(name: str) -> str:
-    return str(runs.write(name, run(name), RUNS_DIR))
+    return str(write_json(RUNS_DIR / f"{name}.json", run(name)))
 
 
 def load_run(name: str) -> dict:
     """A stored run; a clear error if it was never run."""
-    return runs.load_run(name, RUNS_DIR, "grpo.lm.pretrained")
+    return read_json(RUNS_DIR / f"{name}.json", f"{MODULE} {name}")
 
 
 def outcomes_of(name: str, part: str = "one_step", key: str = "greedy") -> np.ndarray:
     """A stored run's per-problem outcomes on a held-out set: (problems,) or (problems, samples)."""
     scored = load_run(name)["held_out"][part]
-    return decode(scored[key], scored.get("samples", 1) if key == "sampled" else 1)
+    return unbits(scored[key], scored.get("samples", 1) if key == "sampled" else 1)
 
 
 def lift(names, against: str = "start", part: str = "one_step"):
@@ -305,28 +305,16 @@ def replay(name: str = "grpo_seed0", n: int = 2) -> tuple[dict, dict]:
     return plain(stored["log"], stored["first_batch"]), json.loads(json.dumps(plain(log, first)))
 
 
+def run_and_store(names, workers: int = 1) -> list:
+    """Run ``names`` in ``workers`` processes and store each; ``sft`` last, alone (it spends
+    ``grpo_seed0``'s stored CPU)."""
+    first = [n for n in names if n != "sft"]
+    written = parallel_map(_run_and_write, first, workers=workers, desc="runs") if first else []
+    return written + ([_run_and_write("sft")] if "sft" in names else [])
+
+
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m grpo.lm.pretrained",
-                                     description=__doc__.split("\n\n")[0])
-    parser.add_argument("names", nargs="*", help=f"runs to make, of {sorted(RUNS)}")
-    parser.add_argument("--all", action="store_true", help="every run")
-    parser.add_argument("--list", action="store_true", help="print the registry")
-    parser.add_argument("--workers", type=int, default=1)
-    args = parser.parse_args(argv)
-    if args.list:
-        for name, spec in RUNS.items():
-            print(f"{name:15s} {spec.note}")
-        return
-    names = list(RUNS) if args.all else args.names
-    unknown = [n for n in names if n not in RUNS]
-    if unknown or not names:
-        parser.error(f"unknown runs {unknown}; choose from {sorted(RUNS)}" if unknown
-                     else "name runs or --all")
-    first = [n for n in names if n != "sft"]                   # sft spends grpo_seed0's CPU
-    for path in parallel_map(_run_and_write, first, workers=args.workers, desc="runs"):
-        print("wrote", path, flush=True)
-    if "sft" in names:
-        print("wrote", _run_and_write("sft"), flush=True)
+    command_line(MODULE, __doc__, run_and_store, argv, registry=RUNS, workers=1)
 
 
 if __name__ == "__main__":

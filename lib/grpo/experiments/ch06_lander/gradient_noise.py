@@ -21,29 +21,27 @@ Methods: PPO, outcome GRPO, and GRPO with the learned critics the chapter's cont
 baseline, GAE from V(s), and GAE from a V(s) that fits target / 100, the ladder's critic that
 learns), each trained for one seed to 500k env steps with the chapter's settings; the checkpoints
 are the evaluations at 100k, 300k and 500k. About 10 CPU-minutes, so the results are stored:
-``python -m grpo.lander.noise`` (and ``make full``) writes
+``python -m grpo.experiments.ch06_lander.gradient_noise`` (and ``make full``) writes
 ``data/runs/06_lander/gradient_noise.json`` (``--methods`` re-measures some and keeps the rest), the
 chapter reads it, and ``tests/test_lander_noise.py`` re-computes one batch gradient and checks it
 against the stored one.
 """
 from __future__ import annotations
 
-import argparse
-import json
 import math
 import time
 from pathlib import Path
 
 import numpy as np
 
-from ..mlp import FlatMLP
-from ..pool import parallel_map
-from ..results import results_dir
-from ..stats import interval_p_value, t975
-from .env import (OBS_DIM, TRAIN_SEEDS, StepCollector, log_softmax, make_actor, make_critic,
-                  make_env, play_episodes)
-from .objectives import grpo_loss_grad, ppo_loss_grad, step_weights
-from .trainers import (LEARNED_BASELINES, ActorCriticConfig, GRPOConfig, RunSpec,
+from grpo.mlp import FlatMLP
+from grpo.pool import parallel_map
+from grpo.runstore import command_line, read_json, run_dir, write_json
+from grpo.stats import interval_p_value, t975
+from grpo.lander.env import (OBS_DIM, TRAIN_SEEDS, StepCollector, log_softmax, make_actor,
+                             make_critic, make_env, play_episodes)
+from grpo.lander.objectives import grpo_loss_grad, ppo_loss_grad, step_weights
+from grpo.lander.trainers import (LEARNED_BASELINES, ActorCriticConfig, GRPOConfig, RunSpec,
                        episode_advantages, gae_targets, train)
 
 METHODS = {
@@ -59,8 +57,11 @@ SEED = 0                         # the training run the checkpoints come from
 SCALE = {"total_steps": 500_000, "eval_every": 100_000, "val_episodes": 16, "test_episodes": 50}
 
 
+MODULE = "grpo.experiments.ch06_lander.gradient_noise"
+
+
 def stored_path() -> Path:
-    return results_dir().parent / "runs" / "06_lander" / "gradient_noise.json"
+    return run_dir("06_lander") / "gradient_noise.json"
 
 
 def _load(cfg, actor_state, critic_flat):
@@ -193,26 +194,20 @@ def run_study(workers: int = 2, methods=tuple(METHODS), kept: dict | None = None
 
 
 def load_study(path: Path | None = None) -> dict:
-    path = path or stored_path()
-    if not path.is_file():
-        raise FileNotFoundError(f"{path} is missing: run `python -m grpo.lander.noise` "
-                                "(or `make full`)")
-    return json.loads(path.read_text())
+    return read_json(path or stored_path(), MODULE)
+
+
+def measure_and_store(names, workers: int = 2) -> Path:
+    """Measure ``names`` (methods) and store them with the stored study's other methods."""
+    path = stored_path()
+    kept = load_study(path)["methods"] if path.is_file() and list(names) != list(METHODS) else None
+    return write_json(path, run_study(workers, tuple(names), kept), sort_keys=True)
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m grpo.lander.noise",
-                                     description=__doc__.split("\n\n")[0])
-    parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--methods", nargs="+", choices=list(METHODS), default=list(METHODS),
-                        help="re-measure these and keep the stored others")
-    args = parser.parse_args(argv)
-    path = stored_path()
-    kept = load_study(path)["methods"] if path.is_file() and args.methods != list(METHODS) else None
-    study = run_study(args.workers, tuple(args.methods), kept)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(study, indent=1, sort_keys=True) + "\n")
-    print(f"wrote {path}")
+    """``python -m grpo.experiments.ch06_lander.gradient_noise --all`` (or some methods by name,
+    keeping the stored others)."""
+    command_line(MODULE, __doc__, measure_and_store, argv, registry=METHODS, workers=2)
 
 
 if __name__ == "__main__":

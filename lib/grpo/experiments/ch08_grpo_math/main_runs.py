@@ -3,7 +3,7 @@ control at one GRPO run's CPU, and the checkpoint's own evaluation (a run of zer
 
 About 21 CPU-minutes, nearly all of the chapter's time, and the same bits on every run and every
 CPU (a job is seeded by its config alone, and the small model computes in float64), so the chapter
-reads them: ``python -m grpo.lm.main_runs`` (or ``make full``) writes
+reads them: ``python -m grpo.experiments.ch08_grpo_math.main_runs`` (or ``make full``) writes
 ``data/runs/08_grpo_math/main/``:
 
     runs.json                 each job's config and result as ``rl.run_all`` returns it: logs and
@@ -19,21 +19,20 @@ SFT steps against the stored logs, and re-scores held-out problems from the stor
 
 from __future__ import annotations
 
-import argparse
-import json
-import time
 from dataclasses import asdict, replace
 from pathlib import Path
 
 import numpy as np
-from safetensors.torch import load_file, save_file
 
-from grpo.files import write_atomically, write_text_atomically
-from grpo.results import json_ready
+from grpo.files import json_ready
+from grpo.lm.data import HELD_OUT
+from grpo.lm.rl import RunConfig, run_job
+from grpo.lm.train import SFTConfig
+from grpo.pool import parallel_map
+from grpo.runstore import (bits, command_line, cpu_timed, read_json, read_weights, run_dir, unbits,
+                           write_json_rows, write_weights)
 
-from .rl import RunConfig, _job
-from .runs import HELD_OUT, RUNS_DIR, _bits, decode
-from .train import SFTConfig
+MODULE = "grpo.experiments.ch08_grpo_math.main_runs"
 
 MAIN = RunConfig(
     iterations=40,
@@ -74,7 +73,7 @@ def jobs() -> list:
 
 
 def stored_dir() -> Path:
-    return RUNS_DIR / "08_grpo_math" / "main"
+    return run_dir("08_grpo_math") / "main"
 
 
 def _job_record(cfg) -> dict:
@@ -83,14 +82,14 @@ def _job_record(cfg) -> dict:
 
 def _outcomes_record(o: dict) -> dict:
     return {
-        "greedy": _bits(o["greedy"]),
-        "sampled": _bits(o["sampled"]),
+        "greedy": bits(o["greedy"]),
+        "sampled": bits(o["sampled"]),
         "samples": o["sampled"].shape[1],
     }
 
 
 def _outcomes_array(r: dict) -> dict:
-    return {"greedy": decode(r["greedy"]), "sampled": decode(r["sampled"], r["samples"])}
+    return {"greedy": unbits(r["greedy"]), "sampled": unbits(r["sampled"], r["samples"])}
 
 
 def _record(result: dict) -> dict:
@@ -103,7 +102,7 @@ def _record(result: dict) -> dict:
         out["held_out"] = _outcomes_record(result["held_out"])
     if "final_correct" in result:
         fc = np.asarray(result["final_correct"])
-        out["final_correct"] = {"bits": _bits(fc), "samples": fc.shape[1]}
+        out["final_correct"] = {"bits": bits(fc), "samples": fc.shape[1]}
     return out
 
 
@@ -112,7 +111,7 @@ def _result(record: dict) -> dict:
     if "held_out" in record:
         out["held_out"] = _outcomes_array(record["held_out"])
     if "final_correct" in record:
-        out["final_correct"] = decode(
+        out["final_correct"] = unbits(
             record["final_correct"]["bits"], record["final_correct"]["samples"]
         )
     return out
@@ -129,18 +128,11 @@ def store(results: list, stored_jobs: list, cpu_s: list, directory: Path | None 
     if not isinstance(stored_jobs[0], RunConfig) or "state" not in results[0]:
         raise ValueError("stored_jobs[0] must be a GRPO run (a RunConfig) whose weights are stored")
     directory = Path(directory or stored_dir())
-    directory.mkdir(parents=True, exist_ok=True)
-    state = {k: v.detach().contiguous() for k, v in results[0]["state"].items()}
-    write_atomically(directory / WEIGHTS, lambda tmp: save_file(state, str(tmp)))
+    write_weights(directory / WEIGHTS, results[0]["state"])
     runs = [{**_record(r), "cpu_s": round(c, 1)} for r, c in zip(results, cpu_s)]
-    text = (
-        '{"jobs": [\n'
-        + ",\n".join(json.dumps(_job_record(j)) for j in stored_jobs)
-        + '],\n"runs": [\n'
-        + ",\n".join(json.dumps(r, separators=(",", ":")) for r in runs)
-        + "]}\n"
-    )
-    write_text_atomically(directory / "runs.json", text)
+    write_json_rows(directory / "runs.json",
+                    {"jobs": [_job_record(j) for j in stored_jobs], "runs": runs},
+                    compact=("runs",))
     return directory
 
 
@@ -150,31 +142,25 @@ def load(stored_jobs: list | None = None, directory: Path | None = None) -> list
     be the ones the file was written for."""
     stored_jobs = jobs() if stored_jobs is None else list(stored_jobs)
     directory = Path(directory or stored_dir())
-    if not (directory / "runs.json").exists():
-        raise FileNotFoundError(
-            f"{directory} holds no stored runs: run `python -m grpo.lm.main_runs`"
-        )
-    payload = json.loads((directory / "runs.json").read_text())
+    payload = read_json(directory / "runs.json", MODULE)
     if payload["jobs"] != [_job_record(j) for j in stored_jobs]:
         raise ValueError(
             f"stored_jobs must be the ones stored in {directory / 'runs.json'}: "
-            "re-run `python -m grpo.lm.main_runs` after changing them"
+            f"re-run `python -m {MODULE}` after changing them"
         )
     results = [_result(r) for r in payload["runs"]]
-    results[0]["state"] = load_file(str(directory / WEIGHTS))
+    results[0]["state"] = read_weights(directory / WEIGHTS)
     return results
 
 
 def cpu_seconds(directory: Path | None = None) -> list[float]:
     """Each stored job's CPU seconds, in job order."""
     directory = Path(directory or stored_dir())
-    return [r["cpu_s"] for r in json.loads((directory / "runs.json").read_text())["runs"]]
+    return [r["cpu_s"] for r in read_json(directory / "runs.json", MODULE)["runs"]]
 
 
-def _timed(job) -> tuple:
-    cpu0 = time.process_time()
-    result = _job(job)
-    return result, time.process_time() - cpu0
+def _timed_job(job_and_held_out) -> tuple:
+    return cpu_timed(run_job, *job_and_held_out)
 
 
 def run_and_store(
@@ -182,20 +168,14 @@ def run_and_store(
 ) -> Path:
     """Run ``stored_jobs`` (default ``jobs()``) in ``workers`` processes, as the chapter's
     ``rl.run_all`` would (the SFT control scored on ``HELD_OUT`` problems), and store them."""
-    from grpo.pool import parallel_map
-
     stored_jobs = jobs() if stored_jobs is None else list(stored_jobs)
-    done = parallel_map(_timed, [(j, HELD_OUT) for j in stored_jobs], workers, desc="08 main runs")
+    done = parallel_map(_timed_job, [(j, HELD_OUT) for j in stored_jobs], workers,
+                        desc="08 main runs")
     return store([r for r, _ in done], stored_jobs, [c for _, c in done], directory)
 
 
 def main(argv=None) -> None:
-    p = argparse.ArgumentParser(
-        prog="python -m grpo.lm.main_runs", description=__doc__.splitlines()[0]
-    )
-    p.add_argument("--workers", type=int, default=WORKERS)
-    args = p.parse_args(argv)
-    print(f"wrote {run_and_store(workers=args.workers)}")
+    command_line(MODULE, __doc__, run_and_store, argv, workers=WORKERS)
 
 
 __all__ = [

@@ -20,23 +20,21 @@ Every arm trains on GRPO's own batches (B prompts x G episodes, the clip, k3 and
 
 3 seeds x 500,000 env steps per arm (the controls' budget in the chapter), about 20 CPU-minutes in
 all, which the chapter's test budget cannot hold, so the runs are stored:
-``python -m grpo.lander.studies`` (or ``make full``) writes ``data/runs/06_lander/credit.json``, the
-chapter reads it, and ``tests/test_stored_lander.py`` re-trains each arm's first iteration and
-checks it against the stored one.
+``python -m grpo.experiments.ch06_lander.credit_study --all`` (or ``make full``) writes
+``data/runs/06_lander/credit.json``, the chapter reads it, and ``tests/test_stored_lander.py``
+re-trains each arm's first iteration and checks it against the stored one.
 """
 from __future__ import annotations
 
-import argparse
-import json
-import time
 from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
 
-from ..pool import parallel_map
-from ..results import results_dir
-from .trainers import DIAGNOSTICS, GRPOConfig, RunSpec, train
+from grpo.pool import parallel_map
+from grpo.files import json_ready
+from grpo.runstore import command_line, cpu_timed, read_json, run_dir, write_json
+from grpo.lander.trainers import DIAGNOSTICS, GRPOConfig, RunSpec, train
 
 VALUE_SCALE = 100.0   # the size of the landing and crash rewards (+-100)
 ARMS = {
@@ -57,8 +55,11 @@ SCALE = {"total_steps": 500_000, "eval_every": 100_000, "val_episodes": 16, "tes
 FIRST_ITERATIONS = 2          # diagnostics rows kept for the replay test
 
 
+MODULE = "grpo.experiments.ch06_lander.credit_study"
+
+
 def stored_path() -> Path:
-    return results_dir().parent / "runs" / "06_lander" / "credit.json"
+    return run_dir("06_lander") / "credit.json"
 
 
 def spec(arm: str, seed: int, **scale) -> RunSpec:
@@ -67,17 +68,6 @@ def spec(arm: str, seed: int, **scale) -> RunSpec:
         raise ValueError(f"arm must be one of {sorted(ARMS)}, got {arm!r}")
     cfg = ARMS[arm]
     return RunSpec(cfg.algo, seed, config=cfg, **{**SCALE, **scale})
-
-
-def _plain(x):
-    """JSON-ready: NumPy scalars as Python numbers, NaN as None."""
-    if isinstance(x, dict):
-        return {k: _plain(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_plain(v) for v in x]
-    if isinstance(x, (float, np.floating)):
-        return float(x) if np.isfinite(x) else None
-    return x.item() if isinstance(x, np.generic) else x
 
 
 def first_rows(diagnostics: dict, n: int = FIRST_ITERATIONS) -> list[dict]:
@@ -97,13 +87,11 @@ def compact(run: dict, cpu_s: float) -> dict:
                 ("final_det", "final_det"), ("final_sampled", "final_sampled"))})
     out.update({"curve": {k: run["curve"][k] for k in ("env_steps", "det", "sampled")},
                 "first_iterations": first_rows(run["diagnostics"]), "cpu_s": round(cpu_s, 1)})
-    return _plain(out)
+    return json_ready(out, nan_as_none=True)
 
 
-def _timed(s: RunSpec) -> tuple:
-    cpu0 = time.process_time()
-    run = train(s)
-    return run, time.process_time() - cpu0
+def _timed_run(s: RunSpec) -> tuple:
+    return cpu_timed(train, s)
 
 
 def run_study(arms=tuple(ARMS), seeds=SEEDS, workers: int = 2, path: Path | None = None,
@@ -112,37 +100,30 @@ def run_study(arms=tuple(ARMS), seeds=SEEDS, workers: int = 2, path: Path | None
     overrides SCALE: the tests write a tiny study). Arms already stored at the same scale and
     seeds, and not in ``arms``, are kept."""
     specs = [(arm, seed) for arm in arms for seed in seeds]
-    done = parallel_map(_timed, [spec(arm, seed, **scale) for arm, seed in specs], workers,
+    done = parallel_map(_timed_run, [spec(arm, seed, **scale) for arm, seed in specs], workers,
                         desc="06 study")
     path = Path(path or stored_path())
     scale_out = {**SCALE, **scale, "seeds": list(seeds)}
-    kept = json.loads(path.read_text()) if path.exists() else {}
+    kept = read_json(path, MODULE) if path.exists() else {}
     arms_out: dict = {a: v for a, v in kept.get("arms", {}).items()
                       if a in ARMS and a not in arms and kept.get("scale") == scale_out}
     for (arm, seed), (run, cpu_s) in zip(specs, done):
         arms_out.setdefault(arm, {"config": asdict(ARMS[arm]), "runs": {}})["runs"][str(seed)] = \
             compact(run, cpu_s)
     arms_out = {a: arms_out[a] for a in ARMS if a in arms_out}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"scale": scale_out, "ladder": list(LADDER),
-                                "ablations": list(ABLATIONS), "arms": arms_out}, indent=1) + "\n")
-    return path
+    return write_json(path, {"scale": scale_out, "ladder": list(LADDER),
+                             "ablations": list(ABLATIONS), "arms": arms_out})
 
 
 def load_study(path: Path | None = None) -> dict:
     """The stored study, as ``run_study`` wrote it."""
-    path = Path(path or stored_path())
-    if not path.exists():
-        raise FileNotFoundError(f"{path} is missing: run `python -m grpo.lander.studies`")
-    return json.loads(path.read_text())
+    return read_json(Path(path or stored_path()), MODULE)
 
 
 def main(argv=None) -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--arms", nargs="+", default=list(ARMS), choices=list(ARMS))
-    p.add_argument("--workers", type=int, default=2)
-    args = p.parse_args(argv)
-    print(f"wrote {run_study(tuple(args.arms), workers=args.workers)}")
+    """``python -m grpo.experiments.ch06_lander.credit_study --all`` (or some arms by name)."""
+    command_line(MODULE, __doc__, lambda names, workers: run_study(tuple(names), workers=workers),
+                 argv, registry=ARMS, workers=2)
 
 
 if __name__ == "__main__":

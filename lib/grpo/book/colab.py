@@ -6,7 +6,7 @@ clone's ``chapters/``, so the chapter's imports and its ``data/results`` reads w
 Inside the repository (``make lab``, nbval) ``grpo`` is importable and the cell does nothing.
 
 The repository URL is the one setting ``repository.url`` in ``_config.yml``;
-``python -m grpo.colab`` prints the cell for it, ready to paste as a chapter's first cell.
+``python -m grpo.book.colab`` prints the cell for it, ready to paste as a chapter's first cell.
 """
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ if importlib.util.find_spec("grpo") is None:
     if not REPO:
         raise RuntimeError(
             "set repository.url in the book's _config.yml, then regenerate this "
-            "cell with `python -m grpo.colab`"
+            "cell with `python -m grpo.book.colab`"
         )
     if not os.path.isdir({clone}):
         subprocess.run(
@@ -65,7 +65,7 @@ def first_cell(repo_url: str, branch: str = "main") -> str:
 def configured_repository(config_path: str | Path | None = None) -> tuple[str, str]:
     """(url, branch) from the ``repository:`` block of ``_config.yml`` (default: the repo's)."""
     import yaml
-    path = Path(config_path) if config_path else Path(__file__).resolve().parents[2] / "_config.yml"
+    path = Path(config_path) if config_path else Path(__file__).resolve().parents[3] / "_config.yml"
     repo = (yaml.safe_load(path.read_text()) or {}).get("repository") or {}
     if not isinstance(repo, dict):
         raise ValueError(f"{path}: repository must be a mapping (url, branch), got {repo!r}")

@@ -25,9 +25,10 @@ from dataclasses import asdict, dataclass, field, fields, replace
 
 import numpy as np
 
-from . import checks, lava
+from grpo import checks
+from grpo.toy import lava
 from .lava import N_SENSORS, play_steps
-from .objectives import clip_mask, grpo_advantages  # noqa: F401  (re-exported)
+from grpo.objectives import clip_mask, grpo_advantages  # noqa: F401  (re-exported)
 
 # ---------------------------------------------------------------------------------------------
 # Input checks (every public function validates what it is given)

@@ -1,0 +1,1 @@
+"""Chapter 9's stored grids of two-digit-addition jobs."""

@@ -1,0 +1,1 @@
+"""Chapter 10's stored long runs on the GSM8K-style word problems."""

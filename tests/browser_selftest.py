@@ -43,6 +43,7 @@ BROKEN = HEAD + (
     '<img src="https://example.org/remote.png">'                        # a request off localhost
     '<script>undefinedFunction()</script>'                              # a JavaScript error
     '<p>the patterns `L..` and <span class="pasted-text" style="font-weight: 700">7</span></p>'  # glue leaks
+    '<p>lower in np.int64(2) of the rates</p><p>read from PosixPath(\'/tmp/x\')</p>'  # glued reprs
     # a figure drawn 1000 px wide shown at 100 px (its text near 1 px), numbered through the book
     f'<figure><img src="data:image/png;base64,{white_png(1000, 10)}" alt="a wide figure" '
     'style="width: 100px">'
@@ -76,6 +77,8 @@ def test_a_broken_site_fails_and_a_clean_one_passes(tmp_path):
                   "request leaving localhost: https://example.org/remote.png", "JavaScript error",
                   "literal backtick in prose: the patterns `L..`",
                   "glued value in bold where the prose is not: 7",
+                  "a Python repr in prose: lower in np.int64(2) of the rates",
+                  "a Python repr in prose: read from PosixPath('/tmp/x')",
                   "figure text 1.2 px (< 9) at 1280 px: a wide figure",
                   "figure text 1.2 px (< 9) at 390 px: a wide figure",
                   "wider than its box at 1280 px: pre", "table cut without a cue at 1280 px: wide",

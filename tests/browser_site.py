@@ -11,8 +11,9 @@ For each page it checks that
   * every image loaded (naturalWidth > 0) and every visible one has a non-zero size;
   * every jshtml animation shows its frame and its controls (slider, buttons with their icons);
   * math rendered: every math node holds MathJax output, and no raw `$$` is left in the text;
-  * no literal backtick in prose (glue pastes plain text), and no glued value in bold unless the
-    sentence around it is;
+  * no literal backtick in prose (glue pastes plain text), no Python repr of a glued value
+    (``np.int64(2)``, ``PosixPath('...')``), and no glued value in bold unless the sentence around
+    it is;
   * every internal link points to a page that exists, and to an anchor that exists on it, and the
     download button links the page's source (.ipynb or .md);
   * at 390 px the page has no horizontal overflow (wide equations, tables and code scroll inside
@@ -208,13 +209,17 @@ CHECK_JS = r"""() => {
                       return i && i.getBoundingClientRect().width > 0; }).length});
   }
   // glue pastes plain text: a backtick meant as code shows literally in the sentence
+  // and a value glued without int()/float()/str() shows its repr: np.int64(2), PosixPath('...')
   out.backticks = [];
+  out.reprs = [];
   const prose = document.createTreeWalker(article, NodeFilter.SHOW_TEXT);
   while (prose.nextNode()) {
     const t = prose.currentNode;
     const inCode = t.parentElement.closest('pre, code, script, style, .highlight, mjx-container');
     if (t.textContent.includes('`') && !inCode)
       out.backticks.push(t.textContent.trim().slice(0, 60));
+    const repr = t.textContent.match(/np\.(int|uint|float|bool_?)\d*\(|(Posix|Windows)Path\(/);
+    if (repr && !inCode) out.reprs.push(t.textContent.trim().slice(0, 60));
   }
   // a glued value is part of its sentence: bold only where the prose makes it bold
   out.boldGlue = [...article.querySelectorAll('span.pasted-text')]
@@ -350,6 +355,7 @@ def test_page(rel, server, browser):
                     failures.append(f"image drawn with zero size: {img['src']}")
             failures += [f"math not rendered: {m}" for m in found["rawMath"]]
             failures += [f"literal backtick in prose: {t}" for t in found["backticks"]]
+            failures += [f"a Python repr in prose: {t}" for t in found["reprs"]]
             failures += [f"glued value in bold where the prose is not: {t}" for t in found["boldGlue"]]
             for k, anim in enumerate(found["anims"]):
                 if not (anim["frame"] > 0 and anim["slider"] and anim["buttons"] >= 8

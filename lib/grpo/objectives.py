@@ -2,7 +2,10 @@
 advantage, where the clip engages, and a log-softmax.
 
 * ``grpo_advantages(scores, eps)``: A_i = (r_i - mean r) / (std r + eps) for one group; an
-  all-equal group gives exactly 0 (chapter 4; the lander and the language model call it too);
+  all-equal group gives exactly 0 (chapter 4);
+* ``group_advantages(rewards, advantage, eps)``: the same for a (B, G) batch of groups, and the
+  baselines the book compares ("center", "rloo", "raw"), NumPy or torch in, the same out (the
+  lander and the language model call it);
 * ``clip_mask(rho, adv, eps)``: where PPO's ``min(rho*A, clip(rho, 1-eps, 1+eps)*A)`` takes the
   flat branch, so that step gets no gradient (chapters 3-4; ``grpo.surrogate`` is its torch twin);
 * ``log_softmax(logits)``: row-wise, max-shifted (chapter 6's closed-form gradients).
@@ -27,6 +30,47 @@ def grpo_advantages(scores, eps: float = 1e-8) -> np.ndarray:
     if np.all(r == r[0]):
         return np.zeros_like(r)        # exactly 0: r - r.mean() can be off by rounding, / eps
     return (r - r.mean()) / (r.std() + eps)
+
+
+GROUP_ADVANTAGES = ("zscore", "center", "rloo", "raw")
+
+
+def group_advantages(rewards, advantage: str = "zscore", eps: float = 1e-8):
+    """(B, G) rewards, one row a group, -> (B, G) advantages, one per sample.
+
+    "zscore": (r - mean) / (std + eps), population std, row by row (``grpo_advantages`` on each
+    group, to the bit). "center": r - mean (Dr. GRPO). "rloo": r_i minus the mean of the group's
+    *other* G - 1 rewards, the leave-one-out baseline of RLOO (Ahmadian et al. 2024), G / (G - 1)
+    times "center". "raw": r itself (no baseline: an all-right group still pushes every sample up).
+    Every kind but "raw" gives exactly 0 on a group whose rewards are all equal.
+
+    A torch tensor comes back as a tensor of its dtype and device, computed in float64 NumPy.
+    """
+    checks.choice("advantage", advantage, GROUP_ADVANTAGES)
+    checks.positive("eps", eps)
+    like = rewards if type(rewards).__module__.startswith("torch") else None
+    r = (rewards.detach().cpu().double().numpy() if like is not None
+         else np.asarray(rewards, dtype=float))
+    if r.ndim != 2 or r.shape[0] < 1:
+        raise ValueError(f"rewards must have shape (B, G), got {r.shape}")
+    if r.shape[1] < 2:
+        raise ValueError(f"a group needs G >= 2 samples to compare, got G = {r.shape[1]}")
+    if not np.isfinite(r).all():
+        raise ValueError("rewards contain NaN or inf")
+    if advantage == "raw":
+        adv = r
+    else:
+        centered = r - r.mean(1, keepdims=True)
+        if advantage == "zscore":
+            centered = centered / (r.std(1, keepdims=True) + eps)
+        elif advantage == "rloo":                               # r_i - (sum r - r_i) / (G - 1)
+            centered = centered * r.shape[1] / (r.shape[1] - 1)
+        # exactly 0: r - r.mean() can be off by rounding, and the std division would blow it up
+        adv = np.where((r == r[:, :1]).all(1, keepdims=True), 0.0, centered)
+    if like is None:
+        return adv
+    import torch
+    return torch.as_tensor(adv, dtype=like.dtype, device=like.device)
 
 
 def _check_group_scores(scores, eps=1e-8):
@@ -67,4 +111,4 @@ def log_softmax(logits: np.ndarray) -> np.ndarray:
     return z - np.log(np.exp(z).sum(1, keepdims=True))
 
 
-__all__ = ["grpo_advantages", "clip_mask", "log_softmax"]
+__all__ = ["grpo_advantages", "group_advantages", "GROUP_ADVANTAGES", "clip_mask", "log_softmax"]

@@ -1,7 +1,7 @@
 """Chapter 6's objectives: GRPO's group advantages (outcome and process), the controls' baselines,
 PPO's GAE, and the GRPO and PPO losses with their closed-form gradients in the logits.
 
-Outcome GRPO z-scores the G returns of a group (``grpo.objectives.grpo_advantages`` with eps 1e-4)
+Outcome GRPO z-scores the G returns of a group (``grpo.objectives.group_advantages`` with eps 1e-4)
 and broadcasts the result to every step of the episode; process GRPO normalises the per-step
 rewards over the whole group and sums them to the episode's end (``process_advantages``). Both
 trainers' policy step ascends the clipped surrogate of ``grpo.surrogate.clipped_surrogate``
@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..kl import kl_k3
-from ..objectives import clip_mask, grpo_advantages, log_softmax
+from ..objectives import clip_mask, group_advantages, log_softmax
 from ..surrogate import clipped_surrogate
 from .env import N_ACTIONS
 
@@ -25,13 +25,13 @@ def outcome_advantages(returns, group_size: int) -> np.ndarray:
     """Per episode: (R - mean_g R) / (std_g R + 1e-4) within its group of ``group_size`` episodes.
 
     Episodes come grouped: [prompt 0 x G, prompt 1 x G, ...]. Uses
-    ``grpo.objectives.grpo_advantages``.
+    ``grpo.objectives.group_advantages``.
     """
     R = np.asarray(returns, dtype=float)
     if group_size < 2 or R.ndim != 1 or len(R) == 0 or len(R) % group_size:
         raise ValueError(f"need G >= 2 and a whole number (>= 1) of groups, got G={group_size}, "
                          f"{R.shape}")
-    return np.concatenate([grpo_advantages(g, eps=GROUP_EPS) for g in R.reshape(-1, group_size)])
+    return group_advantages(R.reshape(-1, group_size), eps=GROUP_EPS).ravel()
 
 
 def returns_to_go(rewards) -> list:

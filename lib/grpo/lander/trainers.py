@@ -16,12 +16,13 @@ import torch
 
 from .. import checks
 from ..mlp import Adam, FlatMLP
+from ..objectives import group_advantages
 from ..pool import parallel_map
 from .env import (OBS_DIM, TEST_SEED0, TIME_LIMIT, TRAIN_SEEDS, VAL_SEED0, Evaluator, StepCollector,
                   entropy_of, episode_outcomes, log_softmax, make_actor, make_critic, make_env,
                   play_episodes, policy_logits, sleep_gate, start_obs, visited_state_entropy)
 from .objectives import (GROUP_EPS, baseline_advantages, ended_at_terminal, episode_gae,
-                         explained_variance, gae, grpo_loss_grad, outcome_advantages, ppo_loss_grad,
+                         explained_variance, gae, grpo_loss_grad, ppo_loss_grad,
                          process_advantages, ratio_stats, returns_to_go, step_weights,
                          time_baseline)
 
@@ -358,13 +359,10 @@ def episode_advantages(cfg: GRPOConfig, ep, vf=None):
         G = cfg.group_size
         return np.concatenate([a for g in range(cfg.prompts)
                                for a in process_advantages(ep.rewards[g * G:(g + 1) * G])]), None
-    if cfg.baseline == "group":
-        if cfg.scale_by_std:
-            adv = outcome_advantages(ep.returns, cfg.group_size)
-        else:
-            groups = ep.returns.reshape(-1, cfg.group_size)
-            adv = (groups - groups.mean(1, keepdims=True)).ravel()
-        return np.repeat(adv, ep.lengths), None
+    if cfg.baseline == "group":       # z-scored, or centred only (Dr. GRPO's no_std ablation)
+        groups = ep.returns.reshape(-1, cfg.group_size)
+        adv = group_advantages(groups, "zscore" if cfg.scale_by_std else "center", GROUP_EPS)
+        return np.repeat(adv.ravel(), ep.lengths), None
     if cfg.baseline == "gae":
         values = critic_values(vf, critic_inputs(cfg, ep), cfg.value_scale)
         last_values = critic_values(vf, np.stack(ep.last_obs), cfg.value_scale)

@@ -15,13 +15,13 @@ k3 term penalises (to the reference at T, rather than at 1). ``grpo_loss`` turns
     rho_it = pi_theta / pi_old,  A_i = (r_i - mean r) / std r within the group,
     k3_it = pi_ref/pi_theta - log(pi_ref/pi_theta) - 1.
 
-It reuses the book's one home for each idea: the group z-score is
-``grpo.objectives.grpo_advantages`` (chapter 4: all-equal groups give exactly 0), the clip is
-``grpo.surrogate.clipped_surrogate`` (chapter 6) and the KL is ``grpo.kl.kl_k3`` (chapter 5). The
-variants are parameters:
+It reuses the book's one home for each idea: the group advantages are
+``grpo.objectives.group_advantages`` (chapter 4's z-score, batched: all-equal groups give exactly
+0), the clip is ``grpo.surrogate.clipped_surrogate`` (chapter 6) and the KL is ``grpo.kl.kl_k3``
+(chapter 5). The variants are parameters:
 
-- ``advantage``: "zscore" (DeepSeekMath), "center" (r - mean r, no std: Dr. GRPO), "raw" (r: no
-  baseline at all);
+- ``advantage``: "zscore" (DeepSeekMath), "center" (r - mean r, no std: Dr. GRPO), "rloo" (the
+  leave-one-out baseline), "raw" (r: no baseline at all);
 - ``clip``, ``eps_low``, ``eps_high`` (clip-higher: DAPO's eps_high = 0.28), ``beta``;
 - ``kl_ratio``: weight k3 by rho_it, so that its gradient is the unbiased gradient of
   KL(pi_theta || pi_ref) (chapter 5: plain k3's is that of KL(pi_ref || pi_theta)); TRL's
@@ -39,17 +39,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-import numpy as np
 import torch
 
-from grpo.objectives import grpo_advantages
+from grpo.objectives import GROUP_ADVANTAGES as ADVANTAGES
+from grpo.objectives import group_advantages  # noqa: F401  (re-exported: chapters 8-9 use it)
 from grpo import checks
 from grpo.kl import kl_k3
 from grpo.surrogate import clipped_surrogate
 
 from .model import logprobs_at_temperature  # noqa: F401  (re-exported: the loss reads log-probs at T)
 
-ADVANTAGES = ("zscore", "center", "rloo", "raw")
 AGGREGATIONS = ("sequence", "token", "constant")
 
 @dataclass(frozen=True)
@@ -113,28 +112,6 @@ PRESETS = {
 }
 
 
-def group_advantages(rewards, advantage: str = "zscore") -> torch.Tensor:
-    """(B, G) rewards -> (B, G) advantages, one per completion.
-
-    "zscore": ``grpo.objectives.grpo_advantages`` on each group ((r - mean) / (std + 1e-8),
-    population std; an all-equal group gives exactly 0). "center": r - mean, exactly 0 on
-    all-equal groups.
-    "rloo": r_i minus the mean of the group's *other* G - 1 rewards, the leave-one-out baseline
-    of RLOO (Ahmadian et al. 2024), which is G / (G - 1) times "center": exactly 0 on all-equal
-    groups. "raw": r itself (no baseline: an all-right group still pushes every answer up).
-    """
-    r = _check_rewards(rewards).detach().cpu().double().numpy()
-    if advantage == "zscore":
-        adv = np.stack([grpo_advantages(group) for group in r])
-    elif advantage in ("center", "rloo"):
-        adv = np.where((r == r[:, :1]).all(1, keepdims=True), 0.0, r - r.mean(1, keepdims=True))
-        if advantage == "rloo":                        # r_i - (sum r - r_i) / (G - 1)
-            adv = adv * r.shape[1] / (r.shape[1] - 1)
-    elif advantage == "raw":
-        adv = r
-    else:
-        raise ValueError(f"advantage must be one of {ADVANTAGES}, got {advantage!r}")
-    return torch.as_tensor(adv, dtype=rewards.dtype, device=rewards.device)
 
 
 def grpo_loss(logp, logp_old, logp_ref, mask, rewards, *, advantage: str = "zscore",

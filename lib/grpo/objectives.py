@@ -8,7 +8,8 @@ advantage, where the clip engages, and a log-softmax.
   lander and the language model call it);
 * ``clip_mask(rho, adv, eps)``: where PPO's ``min(rho*A, clip(rho, 1-eps, 1+eps)*A)`` takes the
   flat branch, so that step gets no gradient (chapters 3-4; ``grpo.surrogate`` is its torch twin);
-* ``log_softmax(logits)``: row-wise, max-shifted (chapter 6's closed-form gradients).
+* ``log_softmax(logits)``: row-wise, max-shifted (chapter 6's closed-form gradients), and
+  ``action_logprobs(logits, actions)``, the log-probability of each row's chosen action.
 
 The toy (``grpo.toy.algos``), the lander and the language model import them from here.
 """
@@ -111,4 +112,10 @@ def log_softmax(logits: np.ndarray) -> np.ndarray:
     return z - np.log(np.exp(z).sum(1, keepdims=True))
 
 
-__all__ = ["grpo_advantages", "group_advantages", "GROUP_ADVANTAGES", "clip_mask", "log_softmax"]
+def action_logprobs(logits: np.ndarray, actions) -> np.ndarray:
+    """log pi(a_t | s_t) for each row's chosen action: ``log_softmax(logits)[t, actions[t]]``."""
+    return log_softmax(logits)[np.arange(len(actions)), actions]
+
+
+__all__ = ["grpo_advantages", "group_advantages", "GROUP_ADVANTAGES", "clip_mask", "log_softmax",
+           "action_logprobs"]

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..kl import kl_k3
-from ..objectives import clip_mask, group_advantages, log_softmax
+from ..objectives import action_logprobs, clip_mask, group_advantages, log_softmax
 from ..surrogate import clipped_surrogate
 from .env import N_ACTIONS
 
@@ -198,7 +198,7 @@ def ratio_stats(logits, actions, logp_old, clip: float) -> tuple[float, float]:
     the fraction of steps with |rho - 1| > clip (whether or not the clipped branch won), and
     approx-KL mean((rho - 1) - log rho), k3 of pi_theta against pi_old."""
     _check_rows(logits, actions, logp_old)
-    log_ratio = log_softmax(logits)[np.arange(len(actions)), actions] - logp_old
+    log_ratio = action_logprobs(logits, actions) - logp_old
     return (float(np.mean(np.abs(np.expm1(log_ratio)) > clip)),
             float(np.mean(np.expm1(log_ratio) - log_ratio)))
 

@@ -16,10 +16,10 @@ import torch
 
 from .. import checks
 from ..mlp import Adam, FlatMLP
-from ..objectives import group_advantages
+from ..objectives import action_logprobs, group_advantages
 from ..pool import parallel_map
 from .env import (OBS_DIM, TEST_SEED0, TIME_LIMIT, TRAIN_SEEDS, VAL_SEED0, Evaluator, StepCollector,
-                  entropy_of, episode_outcomes, log_softmax, make_actor, make_critic, make_env,
+                  entropy_of, episode_outcomes, make_actor, make_critic, make_env,
                   play_episodes, policy_logits, sleep_gate, start_obs, visited_state_entropy)
 from .objectives import (GROUP_EPS, baseline_advantages, ended_at_terminal, episode_gae,
                          explained_variance, gae, grpo_loss_grad, ppo_loss_grad,
@@ -279,7 +279,7 @@ def train_actor_critic(spec: RunSpec, progress=None) -> dict:
         b_obs, b_act = s.obs.reshape(-1, OBS_DIM), s.actions.reshape(-1)
         b_adv, b_ret = adv.reshape(-1), ret.reshape(-1)
         logits_old = pi.forward(b_obs)
-        b_logp_old = log_softmax(logits_old)[np.arange(T * N), b_act]
+        b_logp_old = action_logprobs(logits_old, b_act)
         # 3. K epochs of minibatch steps on the clipped surrogate + value loss - entropy bonus
         grads, ratios = [], []
         for epoch in range(cfg.epochs):
@@ -455,9 +455,8 @@ def train_grpo(spec: RunSpec, progress=None) -> dict:
         b_w = step_weights(ep.lengths) if cfg.length_weights else np.ones(int(ep.lengths.sum()))
         b_obs, b_act = np.concatenate(ep.obs), np.concatenate(ep.actions)
         b_critic_in = None if vf is None else critic_inputs(cfg, ep)
-        rows = np.arange(len(b_act))
-        b_logp_old = log_softmax(pi.forward(b_obs))[rows, b_act]
-        b_logp_ref = log_softmax(ref.forward(b_obs))[rows, b_act]
+        b_logp_old = action_logprobs(pi.forward(b_obs), b_act)
+        b_logp_ref = action_logprobs(ref.forward(b_obs), b_act)
         value_ev = (np.nan if vf is None else
                     explained_variance(critic_values(vf, b_critic_in, cfg.value_scale), b_to_go))
         # 3. K epochs of minibatch steps on the same clipped surrogate, minus beta * k3, no critic

@@ -35,10 +35,11 @@ from pathlib import Path
 import numpy as np
 
 from grpo.mlp import FlatMLP
+from grpo.objectives import action_logprobs
 from grpo.pool import parallel_map
 from grpo.runstore import command_line, read_json, run_dir, write_json
 from grpo.stats import interval_p_value, t975
-from grpo.lander.env import (OBS_DIM, TRAIN_SEEDS, StepCollector, log_softmax, make_actor,
+from grpo.lander.env import (OBS_DIM, TRAIN_SEEDS, StepCollector, make_actor,
                              make_critic, make_env, play_episodes)
 from grpo.lander.objectives import grpo_loss_grad, ppo_loss_grad, step_weights
 from grpo.lander.trainers import (LEARNED_BASELINES, ActorCriticConfig, GRPOConfig, RunSpec,
@@ -87,7 +88,7 @@ def batch_gradient(cfg, actor_state, critic_flat,
         w = step_weights(ep.lengths) if cfg.length_weights else np.ones(len(adv))
         obs, act = np.concatenate(ep.obs), np.concatenate(ep.actions)
         logits = pi.forward(obs)
-        logp = log_softmax(logits)[np.arange(len(act)), act]
+        logp = action_logprobs(logits, act)
         d_logits, _, _ = grpo_loss_grad(logits, act, logp, logp, adv, w, cfg.clip, cfg.beta)
     else:
         collector = StepCollector(cfg.n_envs, rng)
@@ -100,7 +101,7 @@ def batch_gradient(cfg, actor_state, critic_flat,
             adv = (adv - adv.mean()) / (adv.std(ddof=1) + 1e-8)
         obs, act = s.obs.reshape(-1, OBS_DIM), s.actions.reshape(-1)
         logits = pi.forward(obs)
-        logp = log_softmax(logits)[np.arange(len(act)), act]
+        logp = action_logprobs(logits, act)
         d_logits, _ = ppo_loss_grad(logits, act, logp, adv, cfg.clip, cfg.ent_coef)
     pi.backward(d_logits)
     return pi.grad.copy(), len(act)

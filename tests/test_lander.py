@@ -292,9 +292,10 @@ def test_a_bad_spec_is_refused_at_construction():
 
 
 def test_the_default_specs_and_the_a2c_config_pass_the_checks():
-    for algo in L.ALGOS:
-        L.trainers._check_spec(L.RunSpec(algo, 0, 100))
-    L.trainers._check_spec(L.RunSpec("a2c", 0, 100, config=L.A2C_CONFIG))
+    specs = [L.RunSpec(algo, 0, 100) for algo in L.ALGOS] + [L.RunSpec("a2c", 0, 100, config=L.A2C_CONFIG)]
+    assert [s.resolved_config().algo for s in specs] == list(L.ALGOS) + ["a2c"]
+    with pytest.raises(ValueError, match="spec must be a RunSpec"):
+        L.train({"algo": "ppo"})
 
 
 def test_summarize_needs_runs_of_one_algorithm():

@@ -27,7 +27,7 @@ def _check_surrogate_args(logp, logp_old, adv, eps_low, eps_high):
     if logp.shape != logp_old.shape:
         raise ValueError(f"logp and logp_old must have the same shape, got {tuple(logp.shape)} "
                          f"and {tuple(logp_old.shape)}")
-    if adv.shape != logp.shape:            # (torch.broadcast_shapes costs ~6 us: skip when equal)
+    if adv.shape != logp.shape:            # broadcast only when needed: the common case is equal
         try:
             shape = torch.broadcast_shapes(adv.shape, logp.shape)
         except RuntimeError:

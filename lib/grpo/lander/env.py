@@ -3,7 +3,8 @@
 Rollouts step plain ``gym.make`` environments in lock-step with one batched policy forward and
 Gumbel-max sampling on the NumPy logits. An episode that ends is reset in the same step, so no
 reset transition (Gymnasium's NEXT_STEP autoreset) can enter a batch. Training envs use
-``render_mode=None`` (with "rgb_array", Box2D flame particles pile up and stepping slows ~5x).
+``render_mode=None`` (with "rgb_array" and no render call, Box2D flame particles pile up and
+stepping slows several-fold).
 
 Seeds: training prompts come from [0, 1e6), periodic evaluation (checkpoint choice) from
 [1e6, 1e6 + 1e3), the final held-out test from [2e6, ...).

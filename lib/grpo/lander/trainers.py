@@ -197,11 +197,6 @@ class RunSpec:
         return DEFAULT_CONFIGS[self.algo]
 
 
-def _check_spec(spec: RunSpec) -> None:
-    """A spec checks itself at construction (``RunSpec.__post_init__``); kept for callers."""
-    spec.__post_init__()
-
-
 class _Tracker:
     """Env-step counter, periodic evaluation, the best checkpoint per mode and the curves."""
 
@@ -260,7 +255,6 @@ def train_actor_critic(spec: RunSpec, progress=None) -> dict:
     """PPO (and A2C with A2C_CONFIG): rollouts of n_envs x n_steps, GAE, clipped update with a
     critic."""
     cfg = spec.resolved_config()
-    _check_spec(spec)
     rng = np.random.default_rng(spec.seed)
     actor, critic = make_actor(spec.seed), make_critic(spec.seed)
     pi, vf = FlatMLP(actor), FlatMLP(critic)    # NumPy forward/backward on the modules' own weights
@@ -429,7 +423,6 @@ def train_grpo(spec: RunSpec, progress=None) -> dict:
     V(s, t); ``"time"`` the group's mean G_t at the same step index; ``"gae"`` PPO's credit,
     GAE(gamma, lam) from a learned V(s)."""
     cfg = spec.resolved_config()
-    _check_spec(spec)
     rng = np.random.default_rng(spec.seed)
     actor = make_actor(spec.seed)
     pi = FlatMLP(actor)                        # NumPy forward/backward on the module's own weights
@@ -517,7 +510,8 @@ def _finish(spec, cfg, actor, track, extra) -> dict:
 def train(spec: RunSpec, progress=None) -> dict:
     """Run one (algo, seed) to ``spec.total_steps`` env steps; see ``ALGOS``."""
     torch.set_num_threads(1)
-    _check_spec(spec)
+    if not isinstance(spec, RunSpec):     # a RunSpec checked itself when it was made
+        raise ValueError(f"spec must be a RunSpec, got {type(spec).__name__}")
     trainer = train_grpo if spec.algo.startswith("grpo") else train_actor_critic
     return trainer(spec, progress)
 

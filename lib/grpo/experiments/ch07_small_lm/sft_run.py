@@ -1,8 +1,8 @@
 """Chapter 7's SFT run, stored: the worked-solution model, 1,000 steps from its seeded
 initialisation on chapter 7's split, with chapter 7's tokenizer.
 
-Why it is stored. The run is most of chapter 7's CPU (7 to 11 minutes, by machine), and it is
-not the same bits on every CPU. The model computes in float64, so a first step agrees across
+Why it is stored. The run is most of chapter 7's CPU (its record's ``cpu_s``), and it is not
+the same bits on every CPU. The model computes in float64, so a first step agrees across
 kernel paths to the last bits; but a long run amplifies the last bits. Re-trained under ATen's
 default kernels instead of the book's AVX2 ones, it ends with weights 1.6e-3 away and other
 sampled answers (README, "Long training is chaotic"). So the chapter reads the run, and

@@ -7,10 +7,11 @@ training never saw (``PROTOCOL.held_out``), and on two-step ones GRPO never trai
 is the question alone in the model's chat template, and the answer is the last number the model
 writes (``last_number_reward``): it answers in prose and rarely writes ``####``.
 
-A GRPO iteration of this 134.5M-parameter model costs about 45 CPU-seconds, so the runs are stored,
-not re-run by nbval: each writes ``data/runs/11_pretrained/NAME.json`` with its config, its log,
-its first batch's completions and its held-out outcomes. ``tests/test_pretrained_runs.py`` re-runs
-the first iteration of ``grpo_seed0`` and compares it with the stored one.
+A GRPO iteration of this 134.5M-parameter model costs tens of CPU-seconds (each run stores its
+own), so the runs are stored, not re-run by nbval: each writes
+``data/runs/11_pretrained/NAME.json`` with its config, its log, its first batch's completions and
+its held-out outcomes. ``tests/test_pretrained_runs.py`` re-runs the first iteration of
+``grpo_seed0`` and compares it with the stored one.
 
     python -m grpo.experiments.ch11_pretrained.smollm2_runs --list
     python -m grpo.experiments.ch11_pretrained.smollm2_runs start grpo_seed0   # some runs

@@ -91,3 +91,15 @@ def test_the_command_line_runs_lists_and_refuses(capsys, tmp_path):
         with pytest.raises(SystemExit):
             runstore.command_line("grpo.experiments.x", "Doc.", store, argv, registry=registry)
     assert len(calls) == 2
+
+
+def test_a_run_computed_now_is_written_to_scratch_unless_a_maintainer_stores_it(monkeypatch,
+                                                                                tmp_path):
+    monkeypatch.setattr(runstore, "RUNS_DIR", tmp_path / "runs")
+    monkeypatch.setattr(runstore, "SCRATCH_DIR", tmp_path / "scratch")
+    monkeypatch.delenv(runstore.STORE_ENV, raising=False)
+    stored = tmp_path / "runs" / "09_addition" / "grid.json"
+    assert runstore.writable(stored) == tmp_path / "scratch" / "runs" / "09_addition" / "grid.json"
+    assert runstore.writable(tmp_path / "elsewhere.json") == tmp_path / "elsewhere.json"
+    monkeypatch.setenv(runstore.STORE_ENV, "1")
+    assert runstore.writable(stored) == stored.resolve()

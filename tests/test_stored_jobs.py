@@ -197,3 +197,30 @@ def test_the_shortest_stored_sft_length_reproduces(path):
     assert repr(cfg) == stored["keys"]["configs"][shortest]
     (now,) = A.sft_endpoints([cfg], A.addition_tokenizer(), seed=stored["keys"]["seed"], workers=1)
     assert now["val_greedy"] == stored["endpoints"][shortest]["val_greedy"]
+
+
+def test_a_changed_grid_goes_to_scratch_never_over_a_stored_run(tmp_path, tiny, monkeypatch):
+    """A reader who edits chapter 9's jobs gets their runs in scratch/runs/: the stored file under
+    data/runs/ keeps its bytes, and the next call with the same edit reads the scratch twin."""
+    from grpo import runstore
+    tok, starts, jobs = tiny
+    runs, scratch = tmp_path / "data" / "runs", tmp_path / "scratch"
+    monkeypatch.setattr(runstore, "RUNS_DIR", runs)
+    monkeypatch.setattr(runstore, "SCRATCH_DIR", scratch)
+    monkeypatch.delenv(runstore.STORE_ENV, raising=False)
+    folder = runs / "09_addition"
+    monkeypatch.setenv(runstore.STORE_ENV, "1")              # a maintainer stores the grid
+    S.stored_jobs("grid", jobs, starts, tok, workers=1, folder=folder)
+    monkeypatch.delenv(runstore.STORE_ENV)
+    stored = (folder / "grid.json").read_bytes()
+    calls = []
+    real = S.run_jobs
+    monkeypatch.setattr(S, "run_jobs", lambda *a, **k: calls.append(1) or real(*a, **k))
+    edited = [jobs[0], replace(jobs[1], samples=2)]          # the reader's edit
+    S.stored_jobs("grid", edited, starts, tok, workers=1, folder=folder)
+    assert calls == [1] and (folder / "grid.json").read_bytes() == stored
+    assert (scratch / "runs" / "09_addition" / "grid.json").is_file()
+    S.stored_jobs("grid", edited, starts, tok, workers=1, folder=folder)  # read from scratch
+    assert calls == [1]
+    S.stored_jobs("grid", jobs, starts, tok, workers=1, folder=folder)    # the stored one again
+    assert calls == [1] and (folder / "grid.json").read_bytes() == stored

@@ -6,6 +6,8 @@ atomically (``grpo.files``: a notebook running beside ``make full`` never reads 
 every missing file names the command that makes it.
 
     data/runs/<chapter>/   one folder per chapter (``run_dir``): JSON records and float64 weights
+    scratch/runs/<chapter>/  where a run that a chapter computes because a reader changed it goes
+                           (``writable``): a reader's edit never overwrites a stored run
     data/models/           checkpoints that chapters load as models (``grpo.lm.train.MODELS_DIR``)
 
 Per-problem outcomes are stored as strings of 0/1 characters (``bits``, read back by ``unbits``):
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
 from pathlib import Path
 from typing import Callable
@@ -35,6 +38,8 @@ def _repo_root() -> Path:
 
 DATA_DIR = _repo_root() / "data"
 RUNS_DIR = DATA_DIR / "runs"
+SCRATCH_DIR = _repo_root() / "scratch"   # git ignores it
+STORE_ENV = "GRPO_STORE"                  # =1: a maintainer re-stores runs into data/runs/
 
 
 def run_dir(chapter: str) -> Path:
@@ -42,6 +47,18 @@ def run_dir(chapter: str) -> Path:
     if not isinstance(chapter, str) or not chapter or "/" in chapter or chapter.startswith("."):
         raise ValueError(f"chapter is a folder name such as '08_grpo_math', got {chapter!r}")
     return RUNS_DIR / chapter
+
+
+def writable(path) -> Path:
+    """Where a run computed now may be written in place of ``path``: ``path`` itself when it lies
+    outside ``data/runs/`` or when ``GRPO_STORE=1`` (a maintainer re-storing); otherwise its twin
+    under ``scratch/runs/``, so that a chapter a reader has edited never overwrites a stored run."""
+    path = Path(path).resolve()
+    try:
+        inside = path.relative_to(RUNS_DIR.resolve())
+    except ValueError:
+        return path
+    return path if os.environ.get(STORE_ENV) == "1" else SCRATCH_DIR / "runs" / inside
 
 
 def write_json(path, payload, *, indent: int | None = 1, sort_keys: bool = False) -> Path:
@@ -157,6 +174,7 @@ def command_line(module: str, doc: str, store: Callable, argv=None, *,
         print("wrote", path)
 
 
-__all__ = ["DATA_DIR", "RUNS_DIR", "run_dir", "write_json", "write_json_rows", "write_weights",
+__all__ = ["DATA_DIR", "RUNS_DIR", "SCRATCH_DIR", "STORE_ENV", "run_dir", "writable", "write_json",
+           "write_json_rows", "write_weights",
            "read_weights", "write_arrays", "read_arrays", "read_json", "bits", "unbits",
            "cpu_timed", "command_line"]

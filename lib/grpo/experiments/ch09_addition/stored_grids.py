@@ -4,10 +4,11 @@ tok)`` is ``sft_endpoints`` without the weights (each SFT run's length and last 
 kept in ``data/runs/09_addition/endpoints/<name>.json``.
 
 The ablation grid, its replication on fresh seeds, the map of start points, the 2 x 2 of starts and
-updates and the annealed SFT lengths are some 250 short runs, most of chapter 9's CPU. The first
-execution runs them and writes the file; later ones read it back, as long as it holds exactly these
-jobs (each job's ``repr``: its start, config, seed and sample counts). A changed job runs again and
-rewrites the file, so the file follows the chapter's code as a registry does. The outcomes
+updates and the annealed SFT lengths are some 250 short runs, most of chapter 9's CPU. The chapter
+reads them back as long as the file holds exactly its jobs (each job's ``repr``: its start, config,
+seed and sample counts). A job a reader has changed runs again and goes to the file's twin under
+``scratch/runs/`` (``runstore.writable``), never over the stored file; a maintainer who changes
+the chapter's jobs re-stores them by executing it with ``GRPO_STORE=1``. The outcomes
 round-trip exactly (0/1 arrays as packed bits, floats as JSON's shortest repr), so a chapter prints
 the same from the file as from the runs. ``tests/test_stored_jobs.py`` re-runs one job of each file
 and one SFT length of each endpoints file, and compares.
@@ -31,7 +32,7 @@ from grpo.lm.addition import Job, run_jobs, sft_endpoints
 from grpo.lm.rl import RunConfig
 from grpo.lm.tokenizer import Tokenizer
 from grpo.lm.train import SFTConfig
-from grpo.runstore import read_arrays, read_json, run_dir, write_arrays, write_json
+from grpo.runstore import read_arrays, read_json, run_dir, writable, write_arrays, write_json
 
 RUNS_DIR = run_dir("09_addition")
 READER = "the chapter: jupyter execute chapters/09_grpo_addition.ipynb"
@@ -90,10 +91,17 @@ def job_from_spec(spec: dict) -> Job:
     return Job(spec["start"], cfg, spec["samples"], spec["many_samples"])
 
 
+def _stored_then_scratch(path: Path) -> list[Path]:
+    """The files that may hold a grid: the stored one, then its scratch twin; those that exist."""
+    return [p for p in dict.fromkeys([Path(path), writable(path)]) if p.is_file()]
+
+
 def stored_jobs(name: str, jobs, starts: dict, tok: Tokenizer, workers: int = 2,
                 folder=None) -> list[dict]:
     """``run_jobs(jobs, starts, tok, workers)``, read from ``<folder>/<name>.json`` when that holds
-    these jobs, else run and written there (``folder``: ``RUNS_DIR`` by default)."""
+    these jobs (``folder``: ``RUNS_DIR`` by default), else from its scratch twin when that does,
+    else run and written to ``runstore.writable(<folder>/<name>.json)``: the scratch twin, never a
+    stored run, unless ``GRPO_STORE=1``."""
     if not isinstance(name, str) or not name.replace("_", "").isalnum():
         raise ValueError(f"name must be letters, digits and '_', got {name!r}")
     jobs = list(jobs)
@@ -101,14 +109,14 @@ def stored_jobs(name: str, jobs, starts: dict, tok: Tokenizer, workers: int = 2,
         raise ValueError("jobs must be grpo.lm.addition.Job instances")
     path = Path(folder or RUNS_DIR) / f"{name}.json"
     keys = [repr(j) for j in jobs]
-    if path.is_file():
-        stored = read_json(path, READER)
+    for candidate in _stored_then_scratch(path):
+        stored = read_json(candidate, READER)
         if stored["jobs"] == keys:
             return [from_json(o) for o in stored["outputs"]]
     outs = run_jobs(jobs, starts, tok, workers)
     stored = {"jobs": keys, "specs": [job_spec(j) for j in jobs],
               "outputs": [to_json(o) for o in outs]}
-    write_json(path, stored, indent=0, sort_keys=True)
+    write_json(writable(path), stored, indent=0, sort_keys=True)
     return [from_json(to_json(o)) for o in outs]        # what a later read returns, exactly
 
 
@@ -116,7 +124,8 @@ def stored_endpoints(name: str, configs, tok: Tokenizer, seed: int = 0, workers:
                      folder=None) -> list[dict]:
     """``sft_endpoints(configs, tok, seed, workers)`` without the weights: per config, ``steps`` and
     ``val_greedy`` (its last validation greedy accuracy), read from ``<folder>/<name>.json`` when
-    that holds these configs and seed, else run and written there (``folder``: ``ENDPOINTS_DIR``).
+    that holds these configs and seed (``folder``: ``ENDPOINTS_DIR``), else from its scratch twin,
+    else run and written to ``runstore.writable`` of that path (never a stored run).
     A chapter that needs one endpoint's weights trains that config again (``sft_endpoints``)."""
     if not isinstance(name, str) or not name.replace("_", "").isalnum():
         raise ValueError(f"name must be letters, digits and '_', got {name!r}")
@@ -125,15 +134,16 @@ def stored_endpoints(name: str, configs, tok: Tokenizer, seed: int = 0, workers:
         raise ValueError("configs must be a non-empty list of SFTConfig")
     path = Path(folder or ENDPOINTS_DIR) / f"{name}.json"
     keys = {"configs": [repr(c) for c in configs], "seed": seed}
-    if path.is_file():
-        stored = read_json(path, READER)
+    for candidate in _stored_then_scratch(path):
+        stored = read_json(candidate, READER)
         if stored["keys"] == keys:
             return stored["endpoints"]
     ends = [{"steps": e["steps"], "val_greedy": e["val_greedy"]}
             for e in sft_endpoints(configs, tok, seed, workers)]
     # config_from_spec rebuilds each config
     specs = [job_spec(Job(0, c))["cfg"] for c in configs]
-    write_json(path, {"keys": keys, "specs": specs, "endpoints": ends}, indent=0, sort_keys=True)
+    write_json(writable(path), {"keys": keys, "specs": specs, "endpoints": ends}, indent=0,
+               sort_keys=True)
     return json.loads(json.dumps(ends))
 
 
@@ -143,7 +153,8 @@ def stored_sft_run(name: str, cfg: SFTConfig, levels, tok: Tokenizer, seed: int 
     states)``, the run's losses and validation curve, and the weights (float64, exact) at the
     first evaluation step to reach each validation greedy accuracy in ``levels`` and at its last
     step, ``{step: state dict}``. Read from ``<folder>/<name>.json`` and ``.npz`` (``folder``:
-    ``SFT_DIR``) when they hold this config, seed and levels, else trained and written there.
+    ``SFT_DIR``), or their scratch twins, when they hold this config, seed and levels, else trained
+    and written to ``runstore.writable(folder)`` (never over a stored run).
 
     Stored, not re-trained, because a long SFT run at a constant lr is chaotic: on another CPU's
     kernels (measured here with ATen's default kernels and MKL's COMPATIBLE mode) the float64
@@ -156,20 +167,22 @@ def stored_sft_run(name: str, cfg: SFTConfig, levels, tok: Tokenizer, seed: int 
         raise ValueError(f"cfg must be an SFTConfig, got {type(cfg).__name__}")
     levels = [float(x) for x in levels]
     folder = Path(folder or SFT_DIR)
-    path, weights = folder / f"{name}.json", folder / f"{name}.npz"
     keys = {"config": repr(cfg), "seed": seed, "levels": levels}
-    if path.is_file() and weights.is_file():
-        stored_keys, history, states = load_sft_run(name, folder)
-        if stored_keys == keys:
-            return history, states
+    for place in dict.fromkeys([folder, writable(folder)]):
+        if (place / f"{name}.json").is_file() and (place / f"{name}.npz").is_file():
+            stored_keys, history, states = load_sft_run(name, place)
+            if stored_keys == keys:
+                return history, states
     _, _, history = train_sft(seed, cfg)
     at = dict(zip(history["eval_step"], history["states"]))
     kept = sorted({next(s for s, g in zip(history["eval_step"], history["eval_greedy"]) if g >= lv)
                    for lv in levels} | {history["eval_step"][-1]})
     plain = {k: history[k] for k in ("step", "loss", "eval_step", "eval_greedy")}
     arrays = {f"{step}/{k}": v.detach().cpu().numpy() for step in kept for k, v in at[step].items()}
-    write_arrays(weights, arrays)
-    write_json(path, {"keys": keys, "kept": kept, "history": plain}, indent=0, sort_keys=True)
+    out = writable(folder)                 # never over a stored run, unless GRPO_STORE=1
+    write_arrays(out / f"{name}.npz", arrays)
+    write_json(out / f"{name}.json", {"keys": keys, "kept": kept, "history": plain}, indent=0,
+               sort_keys=True)
     return json.loads(json.dumps(plain)), {step: at[step] for step in kept}
 
 

@@ -416,27 +416,74 @@ def summarize_diagnostics(diag: dict, critic: bool) -> dict:
             "group_return_std_median": float(np.median(diag["group_std"]))}
 
 
+class GRPOControls:
+    """What the chapter's control runs and diagnostics add to plain GRPO, attached from outside the
+    loop ``train_grpo`` prints. The controls keep GRPO's batches and update and change only the
+    baseline: ``"value"`` a learned V(s), advantage G_t - V(s_t) (lambda = 1, no GAE);
+    ``"value_time"`` the same with V(s, t); ``"time"`` the group's mean G_t at the same step index;
+    ``"gae"`` PPO's credit, GAE(gamma, lam) from a learned V(s). A learned baseline's critic takes
+    its own Adam step on each minibatch. Every run logs ``log_diagnostics``' row per iteration;
+    plain GRPO has no critic, and its diagnostics only watch."""
+
+    def __init__(self, spec: RunSpec, cfg: GRPOConfig):
+        self.cfg, self.diag, self.adam_steps = cfg, {k: [] for k in DIAGNOSTICS}, 0
+        self.critic = (FlatMLP(make_critic(spec.seed, OBS_DIM + (cfg.baseline == "value_time")))
+                       if cfg.baseline in LEARNED_BASELINES else None)
+        self.critic_opt = None if self.critic is None else Adam(
+            [self.critic], lr=cfg.lr, eps=cfg.adam_eps, max_grad_norm=cfg.max_grad_norm)
+
+    def advantages(self, ep) -> np.ndarray:
+        """The batch's per-step advantages (``episode_advantages``: the group's z-score, or the
+        control's baseline); keeps what the critic fits and what the diagnostics log."""
+        cfg, vf = self.cfg, self.critic
+        adv, self.to_go = episode_advantages(cfg, ep, vf)
+        self.critic_in = None if vf is None else critic_inputs(cfg, ep)
+        self.value_ev = (np.nan if vf is None else
+                         explained_variance(critic_values(vf, self.critic_in, cfg.value_scale),
+                                            self.to_go))
+        self.ep, self.clip_fracs, self.kls, self.grads, self.ratios = ep, [], [], [], []
+        return adv
+
+    def minibatch(self, epoch: int, mb, logits, actions, logp_old, pi, clipped, k3) -> None:
+        """After the actor's backward pass on one minibatch, before its step: SB3's ratio
+        statistics, the first epoch's gradient (when measured), the clip fraction and the last
+        epoch's k3; and the critic's own step on the same minibatch."""
+        cfg = self.cfg
+        self.ratios.append(ratio_stats(logits, actions, logp_old, cfg.clip))
+        if cfg.measure_gradients and epoch == 0:
+            self.grads.append(pi.grad.copy())
+        if self.critic is not None:
+            v = self.critic.forward(self.critic_in[mb])[:, 0]
+            self.critic.backward((2 / len(mb) * (v - self.to_go[mb] / cfg.value_scale))[:, None])
+            self.critic_opt.step()
+        self.clip_fracs.append(float(clipped.mean()))
+        if epoch == cfg.epochs - 1:
+            self.kls.append(k3)
+
+    def end_iteration(self, steps: int, actor) -> None:
+        self.adam_steps += len(self.clip_fracs)
+        log_diagnostics(self.diag, steps, self.cfg, self.ep, self.clip_fracs, self.kls, self.grads,
+                        actor, self.ratios, self.value_ev)
+
+    def summary(self, iterations: int) -> dict:
+        return {**summarize_diagnostics(self.diag, critic=self.critic is not None),
+                "iterations": iterations, "adam_steps": self.adam_steps, "diagnostics": self.diag}
+
+
 def train_grpo(spec: RunSpec, progress=None) -> dict:
     """GRPO: B prompts x G episodes, group-relative advantage, clipped update + beta*k3, no critic.
-    The controls keep the same batches and update and change only the baseline: ``"value"`` a
-    learned V(s), advantage G_t - V(s_t) (lambda = 1, no GAE); ``"value_time"`` the same with
-    V(s, t); ``"time"`` the group's mean G_t at the same step index; ``"gae"`` PPO's credit,
-    GAE(gamma, lam) from a learned V(s)."""
+    The controls (another baseline) and the diagnostics attach through ``GRPOControls``."""
     cfg = spec.resolved_config()
     rng = np.random.default_rng(spec.seed)
     actor = make_actor(spec.seed)
     pi = FlatMLP(actor)                        # NumPy forward/backward on the module's own weights
     opt = Adam([pi], lr=cfg.lr, eps=cfg.adam_eps, max_grad_norm=cfg.max_grad_norm)
-    vf = (FlatMLP(make_critic(spec.seed, OBS_DIM + (cfg.baseline == "value_time")))
-          if cfg.baseline in LEARNED_BASELINES else None)
-    critic_opt = None if vf is None else Adam([vf], lr=cfg.lr, eps=cfg.adam_eps,
-                                              max_grad_norm=cfg.max_grad_norm)
+    controls = GRPOControls(spec, cfg)
     envs = [make_env() for _ in range(cfg.group_size * cfg.prompts)]
     track = _Tracker(spec, progress)
-    diag = {k: [] for k in DIAGNOSTICS}
-    it = adam_steps = 0
+    it = 0
     while not track.done:
-        track.maybe_evaluate(actor, vf)
+        track.maybe_evaluate(actor, controls.critic)
         if it % cfg.ref_every == 0:            # iterative GRPO: the reference follows the actor
             ref = FlatMLP(copy.deepcopy(actor))
         # 1. B prompts (reset seeds), each flown G times with actions sampled from pi_old
@@ -444,42 +491,26 @@ def train_grpo(spec: RunSpec, progress=None) -> dict:
         ep = play_episodes(envs, np.repeat(prompts, cfg.group_size), actor, rng)
         track.add(int(ep.lengths.sum()), ep.returns)
         # 2. advantages (no critic) and the paper's 1/L weights; log pi_old and log pi_ref once
-        b_adv, b_to_go = episode_advantages(cfg, ep, vf)
+        b_adv = controls.advantages(ep)        # the group's z-score (a control: its baseline)
         b_w = step_weights(ep.lengths) if cfg.length_weights else np.ones(int(ep.lengths.sum()))
         b_obs, b_act = np.concatenate(ep.obs), np.concatenate(ep.actions)
-        b_critic_in = None if vf is None else critic_inputs(cfg, ep)
         b_logp_old = action_logprobs(pi.forward(b_obs), b_act)
         b_logp_ref = action_logprobs(ref.forward(b_obs), b_act)
-        value_ev = (np.nan if vf is None else
-                    explained_variance(critic_values(vf, b_critic_in, cfg.value_scale), b_to_go))
         # 3. K epochs of minibatch steps on the same clipped surrogate, minus beta * k3, no critic
-        clip_fracs, kls, grads, ratios = [], [], [], []
         for epoch in range(cfg.epochs):
-            order = rng.permutation(len(b_act))
-            for mb in np.split(order, range(cfg.minibatch, len(b_act), cfg.minibatch)):
+            for mb in np.split(rng.permutation(len(b_act)), range(cfg.minibatch, len(b_act),
+                                                                  cfg.minibatch)):
                 logits = pi.forward(b_obs[mb])
-                ratios.append(ratio_stats(logits, b_act[mb], b_logp_old[mb], cfg.clip))
                 d_logits, clipped, k3 = grpo_loss_grad(logits, b_act[mb], b_logp_old[mb],
                                                        b_logp_ref[mb], b_adv[mb], b_w[mb], cfg.clip,
                                                        cfg.beta)
                 pi.backward(d_logits)
-                if cfg.measure_gradients and epoch == 0:
-                    grads.append(pi.grad.copy())
+                controls.minibatch(epoch, mb, logits, b_act[mb], b_logp_old[mb], pi, clipped, k3)
                 opt.step()                     # gradient-norm clip, then Adam
-                if vf is not None:             # the control's critic, fitted on this minibatch
-                    v = vf.forward(b_critic_in[mb])[:, 0]
-                    vf.backward((2 / len(mb) * (v - b_to_go[mb] / cfg.value_scale))[:, None])
-                    critic_opt.step()
-                clip_fracs.append(float(clipped.mean()))
-                if epoch == cfg.epochs - 1:
-                    kls.append(k3)
-        adam_steps += len(clip_fracs)
-        log_diagnostics(diag, track.steps, cfg, ep, clip_fracs, kls, grads, actor, ratios, value_ev)
+        controls.end_iteration(track.steps, actor)
         it += 1
-    track.maybe_evaluate(actor, vf, force=True)
-    summary = {**summarize_diagnostics(diag, critic=vf is not None), "iterations": it,
-               "adam_steps": adam_steps, "diagnostics": diag}
-    return _finish(spec, cfg, actor, track, summary)
+    track.maybe_evaluate(actor, controls.critic, force=True)
+    return _finish(spec, cfg, actor, track, controls.summary(it))
 
 
 def _finish(spec, cfg, actor, track, extra) -> dict:

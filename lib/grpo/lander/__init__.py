@@ -10,8 +10,9 @@ Modules (everything is re-exported here, so ``from grpo import lander; lander.tr
                 episode outcomes, held-out evaluation (``Evaluator``) and ``fly`` for animations
     objectives  outcome and process advantages, the controls' baselines, GAE, ``grpo_loss`` and the
                 closed-form gradients ``grpo_loss_grad`` / ``ppo_loss_grad``
-    trainers    the configs, ``RunSpec``, ``train_actor_critic``, ``train_grpo``, ``train``,
-    ``run_all``
+    trainers    the configs, ``RunSpec``, ``train_actor_critic``, ``train_grpo`` (plain GRPO;
+                ``GRPOControls`` attaches the controls' baselines and the diagnostics), ``train``,
+                ``run_all``
     report      ``summarize``: one algorithm's per-seed runs as a registry entry
     (chapter 6's stored runs and studies are in ``grpo.experiments.ch06_lander``)
     __main__    ``python -m grpo.lander --help``: the full published scale with a progress bar
@@ -28,7 +29,7 @@ from .objectives import (GROUP_EPS, baseline_advantages, ended_at_terminal, epis
                          step_weights, surrogate_slope, time_baseline)
 from .report import summarize
 from .trainers import (A2C_CONFIG, ALGOS, DEFAULT_CONFIGS, DIAGNOSTICS, ActorCriticConfig,
-                       GRPOConfig, LEARNED_BASELINES, PPO_DIAGNOSTICS, RunSpec,
+                       GRPOConfig, GRPOControls, LEARNED_BASELINES, PPO_DIAGNOSTICS, RunSpec,
                        critic_inputs, critic_values, episode_advantages, gae_targets,
                        gradient_agreement, log_diagnostics, run_all, train, train_actor_critic,
                        train_grpo)

@@ -123,7 +123,7 @@ def grpo_loss(logp, logp_old, logp_ref, mask, rewards, *, advantage: str = "zsco
     logp, logp_old, logp_ref: (B*G, T) token log-probs at the sampling temperature (logp_ref may be
     None when beta = 0); mask: (B*G, T), 1 on completion tokens; rewards: (B, G); entropy: optional
     (B*G, T) per-token entropy, only logged. ``max_tokens``: the constant of aggregation="constant"
-    (the generation budget; default T). Returns ``(loss, stats)``.
+    (the generation budget; required there). Returns ``(loss, stats)``.
     """
     B, G, N = _check_loss_inputs(logp, logp_old, logp_ref, mask, rewards, beta, aggregation,
                                  max_tokens, entropy)

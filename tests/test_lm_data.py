@@ -178,38 +178,41 @@ def test_an_unreadable_reference_is_an_error_not_a_silent_zero(answer):
     assert reward("#### 7", answer) == 0.0           # reward itself still never raises
 
 
-def test_a_computation_is_its_template_and_numbers():
-    from grpo.lm.data import computation
+def test_a_masked_question_is_its_template_and_numbers():
+    from grpo.lm.data import masked_question
     a = ("Sam has 10 stamps. Ines gives him 1 stamps. He gives 6 stamps to Ines. "
          "How many stamps does Sam have now?")
     b = "Ava has 10 cards. Mia gives her 1 cards. She gives 6 cards to Mia. How many cards does Ava have now?"
     c = "Ava has 10 cards. Mia gives her 2 cards. She gives 6 cards to Mia. How many cards does Ava have now?"
-    assert computation({"question": a}) == computation({"question": b}) != computation({"question": c})
-    assert computation({"question": "Then she gets 3 times as many."}) == "Then _ gets 3 times as many."
+    mask = masked_question
+    assert mask({"question": a}) == mask({"question": b}) != mask({"question": c})
+    assert masked_question({"question": "Then she gets 3 times as many."}) == "Then _ gets 3 times as many."
 
 
-def test_reword_keeps_the_computation_and_changes_the_words():
-    from grpo.lm.data import PROTOCOL, computation, reword
+def test_reword_keeps_the_masked_question_and_changes_the_words():
+    from grpo.lm.data import PROTOCOL, reword
+    from grpo.lm.data import masked_question
     rng = random.Random(0)
     for p in PROTOCOL.splits()[0][:300]:
         q = reword(p, rng)
-        assert computation(q) == computation(p) and q["question"] != p["question"]
+        assert masked_question(q) == masked_question(p) and q["question"] != p["question"]
         assert extract_answer(q["answer"]) == extract_answer(p["answer"])
         assert all(a["ok"] for a in check_annotations(q["answer"]))
 
 
-def test_no_held_out_computation_is_in_training():
-    """PROTOCOL splits by computation: the test set and the further held-out problems ask only for
-    computations training never shows, however reworded (the question split did not: most of its
-    held-out problems had a training twin)."""
-    from grpo.lm.data import PROTOCOL, computation, make_splits
+def test_no_held_out_problem_is_a_training_problem_reworded():
+    """PROTOCOL splits by masked question: no test or further held-out problem is a training
+    problem reworded (the question split did not: most of its held-out problems had a training
+    twin)."""
+    from grpo.lm.data import PROTOCOL, make_splits
+    from grpo.lm.data import masked_question
     train, test = PROTOCOL.splits()
-    seen = {computation(p) for p in train}
-    assert not seen & {computation(p) for p in test + PROTOCOL.held_out(2000)}
+    seen = {masked_question(p) for p in train}
+    assert not seen & {masked_question(p) for p in test + PROTOCOL.held_out(2000)}
     old_train, old_test = make_splits(PROTOCOL.n_train, PROTOCOL.n_test, PROTOCOL.seed, PROTOCOL.step_weights,
                                       by="question")
-    old_seen = {computation(p) for p in old_train}
-    assert sum(computation(p) in old_seen for p in old_test) > 0.4 * len(old_test)
+    old_seen = {masked_question(p) for p in old_train}
+    assert sum(masked_question(p) in old_seen for p in old_test) > 0.4 * len(old_test)
     with pytest.raises(ValueError, match="by must be one of"):
         make_splits(10, 2, by="name")
 
@@ -237,3 +240,37 @@ def test_strict_reward_and_step_count():
         assert strict_reward(p["answer"], p["answer"]) == 1.0
     assert strict_reward("<<2*3=7>>7\n#### 6", "#### 6") == 0.0
     assert strict_reward(None, "#### 6") == 0.0
+
+
+def test_a_calculation_chain_is_the_arithmetic_whatever_the_words():
+    from grpo.lm.data import calculation_chain
+    give = {"question": "Mia has 6 apples. She gives 1 apples to Leo. How many apples does Mia have now?",
+            "answer": "She gives away 1: 6-1=<<6-1=5>>5 apples.\n#### 5"}
+    lose = {"question": "Sam has 6 cards. He loses 1 of them. How many cards does Sam have now?",
+            "answer": "He loses 1: 6-1=<<6-1=5>>5 cards.\n#### 5"}
+    assert calculation_chain(give) == calculation_chain(lose) == ("6-1=5",)
+    a = {"answer": "x: <<3+5=8>>8\ny: <<8*2=16>>16\n#### 16"}
+    b = {"answer": "x: <<5+3=8>>8\ny: <<2*8=16>>16\n#### 16"}
+    c = {"answer": "x: <<8*2=16>>16\ny: <<3+5=8>>8\n#### 8"}
+    assert calculation_chain(a) == calculation_chain(b) == ("3+5=8", "2*8=16")  # commuted: one
+    assert calculation_chain(c) != calculation_chain(a)                         # the order counts
+    with pytest.raises(ValueError, match="no <<a op b=c>> step"):
+        calculation_chain({"answer": "#### 5"})
+
+
+def test_the_new_chain_held_out_set_shares_no_chain_with_training_and_a_planted_twin_is_caught():
+    """What chapters 8-11 call new arithmetic: the held-out problems whose calculation chain no
+    training problem has. A training problem reworded, or the same arithmetic in another template,
+    planted among them, is caught."""
+    from grpo.lm.data import PROTOCOL, calculation_chain, chain_seen, reword
+    train, _ = PROTOCOL.splits()
+    held = PROTOCOL.held_out(2000)
+    seen = chain_seen(held, train)
+    new = [p for p, s in zip(held, seen) if not s]
+    assert not {calculation_chain(p) for p in train} & {calculation_chain(p) for p in new}
+    assert 0.3 < len(new) / len(held) < 0.5                 # the book's figures: 771 of 2,000
+    gift = next(p for p in train if "gives her" in p["question"] or "gives him" in p["question"])
+    buy = {"question": "Kai has some. He buys more.",          # the same arithmetic, bought
+           "answer": gift["answer"].replace("gives", "buys")}
+    planted = new[:5] + [reword(gift, random.Random(0)), buy]
+    assert chain_seen(planted, train) == [False] * 5 + [True, True]

@@ -78,6 +78,29 @@ def test_bad_input_is_a_clear_error(before, after, match):
         paired_lift(np.zeros(5), np.zeros(5), n_boot=10)
 
 
+def test_clusters_make_rewordings_of_one_calculation_count_once():
+    """Three copies of each problem, clustered, give the interval of the problems alone; left
+    unclustered they narrow it about sqrt(3)-fold, as if they were three times the evidence."""
+    rng = np.random.default_rng(3)
+    before = (rng.random(300) < 0.4).astype(float)
+    after = np.where(rng.random(300) < 0.2, 1.0 - before, before)
+    alone = paired_lift(before, after)
+    tripled = paired_lift(np.repeat(before, 3), np.repeat(after, 3))
+    clustered = paired_lift(np.repeat(before, 3), np.repeat(after, 3),
+                            clusters=np.repeat(np.arange(300), 3))
+    width = {k: x.ci95[1] - x.ci95[0] for k, x in
+             (("alone", alone), ("tripled", tripled), ("clustered", clustered))}
+    assert clustered.points == pytest.approx(alone.points)
+    assert clustered.ci95 == pytest.approx(alone.ci95, abs=1e-9)
+    assert width["tripled"] < 0.7 * width["clustered"]
+    singletons = paired_lift(before, after, clusters=[f"p{i}" for i in range(300)])
+    assert singletons.ci95 == pytest.approx(alone.ci95, abs=1e-9)
+    with pytest.raises(ValueError, match="clusters must give one label per problem"):
+        paired_lift(before, after, clusters=range(299))
+    with pytest.raises(ValueError, match="at least 2 distinct clusters"):
+        paired_lift(before, after, clusters=["same"] * 300)
+
+
 def test_one_problem_is_not_an_interval():
     """Regression: resampling one problem reported [+100, +100] as a significant lift."""
     with pytest.raises(ValueError, match="at least 2 problems"):

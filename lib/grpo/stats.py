@@ -17,6 +17,10 @@ points with a 95% interval:
   overlap (each seed's lift carries some problem noise), which makes the interval conservative:
   ``tests/test_stats.py`` shows by simulation that it covers at least 95% at S = 2, 3 and 5.
 
+``clusters`` (one label per problem) makes the unit of the problems' bootstrap a cluster instead of
+a problem: the word-problem chapters pass each problem's calculation chain, so two rewordings of
+one calculation count once, as the arithmetic a model is tested on does.
+
 A ``before`` of shape ``(problems,)`` is shared by every seed (one start, several GRPO seeds); one
 of shape ``(seeds, problems)`` pairs row s with row s (e.g. an ablation against the reference
 recipe).
@@ -173,8 +177,23 @@ def _outcomes(x, name) -> np.ndarray:
     return a
 
 
-def paired_lift(before, after, n_boot: int = 4000, seed: int = 0) -> Lift:
-    """The mean lift ``after - before`` in points, with 95% paired intervals (see above)."""
+def _cluster_index(clusters, n_problems: int) -> np.ndarray:
+    labels = list(clusters)
+    if len(labels) != n_problems:
+        raise ValueError(f"clusters must give one label per problem ({n_problems}), "
+                         f"got {len(labels)}")
+    index = {}
+    ids = np.array([index.setdefault(label, len(index)) for label in labels])
+    if len(index) < 2:
+        raise ValueError("clusters must name at least 2 distinct clusters: resampling one gives "
+                         "an interval of zero width")
+    return ids
+
+
+def paired_lift(before, after, n_boot: int = 4000, seed: int = 0, clusters=None) -> Lift:
+    """The mean lift ``after - before`` in points, with 95% paired intervals (see above).
+    ``clusters``, one hashable label per problem, resamples clusters of problems instead of
+    problems (a cluster bootstrap: the mean is still over problems)."""
     b, a = _outcomes(before, "before"), _outcomes(after, "after")
     if b.shape[1] != a.shape[1] or b.shape[0] not in (1, a.shape[0]):
         raise ValueError(f"before {b.shape} and after {a.shape} must score the same problems "
@@ -186,8 +205,16 @@ def paired_lift(before, after, n_boot: int = 4000, seed: int = 0) -> Lift:
     d = 100.0 * (a - b)                                          # (S, P) per-problem lift, points
     S, P = d.shape
     rng = np.random.default_rng(seed)
-    idx = rng.integers(0, P, size=(n_boot, P))                   # one problem draw per replicate
-    boot = np.stack([row[idx].mean(1) for row in d])             # (S, n_boot)
+    if clusters is None:
+        idx = rng.integers(0, P, size=(n_boot, P))               # one problem draw per replicate
+        boot = np.stack([row[idx].mean(1) for row in d])         # (S, n_boot)
+    else:
+        ids = _cluster_index(clusters, P)
+        K = int(ids.max()) + 1
+        size = np.bincount(ids, minlength=K).astype(float)
+        idx = rng.integers(0, K, size=(n_boot, K))               # one cluster draw per replicate
+        boot = np.stack([np.bincount(ids, row, minlength=K)[idx].sum(1) / size[idx].sum(1)
+                         for row in d])
     per_seed_ci = tuple(tuple(float(v) for v in np.percentile(r, [2.5, 97.5])) for r in boot)
     mean = float(d.mean())
     lo, hi = np.percentile(boot.mean(0), [2.5, 97.5])           # problems resampled, seeds averaged

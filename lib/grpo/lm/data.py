@@ -6,8 +6,12 @@ solution whose lines carry calculator annotations ``<<48/2=24>>`` and end in ``#
 Generator
     ``make_problem(rng, steps, ...)`` builds one problem of 1-4 arithmetic steps from a few
     templates (names, objects, verbs). ``make_splits(n_train, n_test, seed)`` gives disjoint train
-    and test lists, deterministic by seed (a problem goes to test when a hash of its question says
-    so).
+    and test lists, deterministic by seed (a problem goes to test when a hash of its
+    ``masked_question`` says so: no test problem is a training problem reworded).
+What is new
+    ``calculation_chain(problem)`` is the arithmetic a solution does, its ``<<a op b=c>>`` steps;
+    ``chain_seen(problems, train)`` says which problems' chains training has. The held-out problems
+    whose chain it has not are the book's *new-arithmetic* set.
 Verifier
     ``grpo.lm.verifier`` (``extract_answer``, ``reward``, ``strict_reward``, ``reference_answer``,
     ``check_annotations``, ``safe_arith``), re-exported here. ``answer_only(problems)`` cuts each
@@ -124,15 +128,47 @@ PRONOUNS = ["she", "he", "her", "him", "She", "He"]
 _SURFACE = re.compile(r"\b(?:" + "|".join([n for n, _, _ in NAMES] + OBJECTS + PRONOUNS) + r")\b")
 
 
-def computation(problem: dict) -> str:
-    """What a problem asks to compute: its question with every name, object and pronoun replaced by
-    ``_``, so its template and numbers remain. "Sam has 10 stamps. Ines gives him 1 stamps." and
-    "Ava has 10 cards. Mia gives her 1 cards." are the same computation."""
+def masked_question(problem: dict) -> str:
+    """A problem's question with every name, object and pronoun replaced by ``_``, so its template
+    and numbers remain. "Sam has 10 stamps. Ines gives him 1 stamps." and "Ava has 10 cards. Mia
+    gives her 1 cards." mask to the same text: one is the other reworded. The split hashes this, so
+    no held-out problem is a reworded training problem; whether its *arithmetic* is new is
+    ``calculation_chain``'s question."""
     return _SURFACE.sub("_", problem["question"])
 
 
+_STEP = re.compile(r"<<\s*(\d+)\s*([-+*/])\s*(\d+)\s*=\s*(-?\d+)\s*>>")
+
+
+def calculation_chain(problem: dict) -> tuple[str, ...]:
+    """The arithmetic a problem's reference solution does: its ``<<a op b=c>>`` steps in order,
+    each written ``a op b=c``. The operands of ``+`` and ``*`` are sorted, so ``3+5`` and ``5+3``
+    are one step: a model that has practised one has practised the fact the other asks for.
+
+    Two problems with the same chain ask for the same arithmetic whatever their template: from 6,
+    "She gives 1 apples to Leo" and "He loses 1 of them" are both ``6-1=5``. A held-out problem is
+    *new arithmetic* when no training problem has its chain (``chain_seen``)."""
+    steps = _STEP.findall(problem["answer"])
+    if not steps:
+        raise ValueError(f"problem's answer has no <<a op b=c>> step: {problem['answer']!r:.80}")
+    chain = []
+    for a, op, b, c in steps:
+        if op in "+*" and int(b) < int(a):
+            a, b = b, a
+        chain.append(f"{a}{op}{b}={c}")
+    return tuple(chain)
+
+
+def chain_seen(problems: list[dict], train: list[dict]) -> list[bool]:
+    """For each problem, whether some training problem has its ``calculation_chain``. The problems
+    where this is False are the book's *new-chain* held-out set: arithmetic training never did in
+    that order, however worded (each single step may still occur in training)."""
+    seen = {calculation_chain(p) for p in train}
+    return [calculation_chain(p) in seen for p in problems]
+
+
 def reword(problem: dict, rng: random.Random) -> dict:
-    """The same computation in other words: the person, the friend and the object drawn afresh (with
+    """The same question in other words: the person, the friend and the object drawn afresh (with
     the new person's pronouns), the numbers and the solution's arithmetic unchanged."""
     words = _SURFACE.findall(problem["question"])
     names = [n for n, _, _ in NAMES]
@@ -157,26 +193,26 @@ def _in_test(key: str, test_fraction: float) -> bool:
     return int.from_bytes(digest[:8], "big") / 2**64 < test_fraction
 
 
-SPLITS_BY = ("computation", "question")
+SPLITS_BY = ("masked_question", "question")
 
 
 def make_splits(n_train: int, n_test: int, seed: int = 0, step_weights=(0.3, 0.35, 0.25, 0.1),
-                by: str = "computation", **knobs) -> tuple[list[dict], list[dict]]:
+                by: str = "masked_question", **knobs) -> tuple[list[dict], list[dict]]:
     """Disjoint train and test lists of generated problems, deterministic by seed.
 
-    Each problem's split is decided by a hash of its ``computation`` (about 1 in 5 computations goes
-    to test), so no test problem asks for a computation training has seen, only reworded; test
-    questions are distinct. ``by="question"`` hashes the question string instead, the split
-    chapters 7-8 used first: most of its test problems then have a training twin (chapter 7
-    measures how many). ``step_weights`` are the probabilities of 1, 2, 3 and 4 steps; ``knobs``
-    go to ``make_problem``.
+    Each problem's split is decided by a hash of its ``masked_question`` (about 1 in 5 go to test),
+    so no test problem is a training problem reworded; test questions are distinct. Its arithmetic
+    may still be a training problem's (``chain_seen`` says which). ``by="question"`` hashes the
+    question string instead, the split chapters 7-8 used first: most of its test problems then
+    have a reworded training twin (chapter 7 measures how many). ``step_weights`` are the
+    probabilities of 1, 2, 3 and 4 steps; ``knobs`` go to ``make_problem``.
     """
     if (n_train < 0 or n_test < 0 or len(step_weights) != 4 or min(step_weights) < 0
             or sum(step_weights) <= 0):
         raise ValueError("need n_train, n_test >= 0 and four non-negative step_weights")
     if by not in SPLITS_BY:
         raise ValueError(f"by must be one of {SPLITS_BY}, got {by!r}")
-    key = computation if by == "computation" else (lambda p: p["question"])
+    key = masked_question if by == "masked_question" else (lambda p: p["question"])
     rng = random.Random(seed)
     train, test, seen_test = [], [], set()
     tries = 0

@@ -69,13 +69,15 @@ def test_the_chapter_7_row_is_a_band(tmp_path):
         assert rep.judge(row, folder=tmp_path).within is within
 
 
-def test_exact_seed_range_and_caller_measured_kinds(tmp_path):
-    write(tmp_path, "09_x", {"value": 100, "crossings": [90, None, 200]})
+def test_exact_group_range_and_caller_measured_kinds(tmp_path):
+    write(tmp_path, "09_x", {"value": 100, "crossings": [90, None, 200], "groups": [90, 120]})
     assert rep.judge(fig(noise="exact", published=100), folder=tmp_path).within
     assert not rep.judge(fig(noise="exact", published=99), folder=tmp_path).within
-    ranged = fig(noise="seed_range", published=170, seeds="09_x:crossings")
+    ranged = fig(noise="group_range", published=170, seeds="09_x:crossings")
     assert rep.judge(ranged, folder=tmp_path).within
-    assert not rep.judge({**ranged, "published": 210}, folder=tmp_path).within
+    assert rep.judge({**ranged, "published": 210}, folder=tmp_path).within   # a group never crossed
+    assert not rep.judge({**ranged, "published": 80}, folder=tmp_path).within
+    assert not rep.judge({**ranged, "seeds": "09_x:groups"}, folder=tmp_path).within
     trained = fig(noise="trained", published=98.0)
     assert rep.judge(trained, sigma=1.0, folder=tmp_path).within             # 2 <= 2 sigma
     assert not rep.judge(trained, sigma=0.9, folder=tmp_path).within

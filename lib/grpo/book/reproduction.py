@@ -10,8 +10,10 @@ Noise kinds:
     exact       counts: within only if equal
     rounding    within if the difference is at most half the published unit
     band        a target range the book set itself: within if inside it
-    seed_range  a crossing point: within if the published value lies in the range of our single
-                seeds (the registry list named by ``seeds``)
+    group_range a seed mean's crossing point against a published seed mean's: within if the
+                published value lies in the range of our groups' seed-mean crossings (the registry
+                list named by ``seeds``, one per group of as many seeds as the published run; a
+                group that never crosses, ``None``, counts as later than any)
     seeds       sigma^2 = var(per-seed values) * (1/n + 1/m): our mean over n seeds (the registry
                 list named by ``seeds``) against a published figure from m runs (``published_runs``,
                 default n). A single published run (m = 1) is one draw with its own seed-to-seed
@@ -32,7 +34,7 @@ from pathlib import Path
 
 from .results import results_dir
 
-NOISE_KINDS = ("exact", "rounding", "band", "seed_range", "seeds", "floor_set", "trained",
+NOISE_KINDS = ("exact", "rounding", "band", "group_range", "seeds", "floor_set", "trained",
                "context")
 MEASURED_BY_CALLER = ("floor_set", "trained")
 
@@ -76,7 +78,7 @@ def load_published(path: str | Path | None = None) -> dict:
             raise ValueError(f"figure {fig['figure']!r}: unknown source {fig['source']!r}")
         if fig["noise"] == "context" and not fig.get("explanation"):
             raise ValueError(f"figure {fig['figure']!r}: a context row needs its 'explanation'")
-        if fig["noise"] in ("seeds", "seed_range") and "seeds" not in fig:
+        if fig["noise"] in ("seeds", "group_range") and "seeds" not in fig:
             raise ValueError(f"figure {fig['figure']!r}: noise {fig['noise']!r} needs 'seeds'")
         if not (isinstance(fig["unit"], (int, float)) and fig["unit"] > 0):
             raise ValueError(f"figure {fig['figure']!r}: unit must be a positive number")
@@ -132,8 +134,8 @@ def judge(fig: dict, sigma: float | None = None, folder: str | Path | None = Non
         return Verdict(ours, diff, None, abs(diff) <= unit / 2)
     if kind == "band":
         return Verdict(ours, diff, None, diff == 0)
-    if kind == "seed_range":
-        crossings = [u for u in registry_value(fig["seeds"], folder) if u is not None]
+    if kind == "group_range":
+        crossings = [math.inf if u is None else u for u in registry_value(fig["seeds"], folder)]
         return Verdict(ours, diff, None, bool(crossings) and
                        min(crossings) <= fig["published"] <= max(crossings))
     if kind == "seeds":

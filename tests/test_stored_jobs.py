@@ -79,11 +79,17 @@ def test_bad_input_is_a_clear_error(tmp_path, tiny, name, jobs, match):
 # ----------------------------------------------------------------------------- the stored files
 
 
-def test_chapter_9_stores_its_four_grids_and_its_annealed_lengths():
-    assert [p.stem for p in STORED] == ["ablations", "replication", "start_map", "starts_2x2"]
+SFT_SEEDS = (1, 2, 3)  # chapter 9's further SFT runs, each giving a snapshot and an annealed start
+
+
+def test_chapter_9_stores_its_five_grids_and_its_annealed_lengths():
+    assert [p.stem for p in STORED] == ["ablations", "replication", "start_map", "starts_2x2",
+                                        "starts_by_sft_seed"]
     assert [p.stem for p in ENDPOINTS] == ["annealed_lengths"]
-    assert sorted(p.name for p in S.SFT_DIR.iterdir()) == [
-        "annealed_pick.json", "annealed_pick.npz", "sft_run.json", "sft_run.npz"]
+    runs = ["annealed_pick", "sft_run"] + [f"{r}_seed{s}" for r in ("annealed_pick", "sft_run")
+                                           for s in SFT_SEEDS]
+    assert sorted(p.name for p in S.SFT_DIR.iterdir()) == sorted(
+        f"{r}.{ext}" for r in runs for ext in ("json", "npz"))
 
 
 @pytest.mark.parametrize("path", STORED, ids=[p.stem for p in STORED])
@@ -103,7 +109,8 @@ def _replayed_jobs():
     for path in STORED:
         stored = json.loads(path.read_text())
         jobs = [S.job_from_spec(s) for s in stored["specs"]]
-        first = min(j.start for j in jobs if isinstance(j.start, int))      # a step of train_sft's run
+        steps = [j.start for j in jobs if isinstance(j.start, int)]          # a step of train_sft's run
+        first = min(steps) if steps else jobs[0].start                     # or a named start
         for kind in (RunConfig, SFTConfig):
             i = next((i for i, j in enumerate(jobs) if j.start == first and isinstance(j.cfg, kind)), None)
             if i is not None:
@@ -117,6 +124,11 @@ def replays():
     ``stored_sft_run``; the next tests check the stored run against the code)."""
     picks = _replayed_jobs()
     _, _, starts = S.load_sft_run("sft_run")
+    for s in SFT_SEEDS:                       # the named starts of the further SFT runs
+        _, _, snapshot = S.load_sft_run(f"sft_run_seed{s}")
+        starts[f"snapshot, SFT seed {s}"] = snapshot[min(snapshot)]
+        _, _, annealed = S.load_sft_run(f"annealed_pick_seed{s}")
+        starts[f"annealed, SFT seed {s}"] = annealed[max(annealed)]
     tok = A.addition_tokenizer()
     now = A.run_jobs([job for _, _, job, _ in picks], starts, tok)
     return [(f"{name}[{i}]", S.from_json(stored), S.from_json(S.to_json(out)))

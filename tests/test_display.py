@@ -1,5 +1,6 @@
 import pytest
 
+from grpo.book import display
 from grpo.book.display import markdown_table, show_source
 
 
@@ -18,3 +19,15 @@ def test_show_source_prints_the_code(capsys):
     assert "def markdown_table" in capsys.readouterr().out
     with pytest.raises(ValueError):
         show_source(3)
+
+
+def test_progress_yields_every_step_and_is_silent_under_the_pins(monkeypatch, capsys):
+    monkeypatch.setenv("TQDM_DISABLE", "1")
+    assert list(display.progress(range(5), "steps")) == [0, 1, 2, 3, 4]
+    out = capsys.readouterr()
+    assert out.out == "" and out.err == ""
+    monkeypatch.setenv("TQDM_DISABLE", "")
+    assert list(display.progress(range(3), "steps")) == [0, 1, 2]
+    assert "steps" in capsys.readouterr().err                    # the bar is drawn without the pin
+    with pytest.raises(ValueError, match="iterable"):
+        display.progress("abc")

@@ -9,6 +9,20 @@ import numpy as np
 from IPython.display import Markdown
 
 
+def progress(iterable, desc: str = "", total: int | None = None):
+    """``iterable`` with a progress bar in Jupyter (tqdm.auto), silent where ``TQDM_DISABLE`` is
+    set (the book's pins, so nbval and the stored outputs never see a bar or a timing).
+
+    A live run is a plain loop the reader can read: ``for it in progress(range(n), "GRPO"): ...``.
+    """
+    from tqdm.auto import tqdm
+
+    from grpo.pool import bar_disabled
+    if isinstance(iterable, (str, bytes)):
+        raise ValueError("progress takes an iterable of steps, not a string")
+    return tqdm(iterable, desc=desc, total=total, disable=bar_disabled(), leave=True)
+
+
 def show_source(obj) -> None:
     """Print a lib function's (or class's) source, so the reader sees exactly the code that runs."""
     if not callable(obj):

@@ -470,3 +470,31 @@ def test_rloo_is_each_reward_minus_the_mean_of_the_others():
     others = (r.sum(1, keepdim=True) - r) / (r.shape[1] - 1)
     assert torch.allclose(adv, r - others, atol=1e-15)
     assert (adv[1] == 0).all()                                   # an all-equal group: exactly 0
+
+
+def test_sequence_level_ratio_gradient_is_gspos_by_hand():
+    """GSPO (ratio_level="sequence"): s_i = exp(mean_t log rho_it), one clip per completion. With
+    beta = 0 and the sequence mean, loss = -1/N sum_i min(s_i A_i, clip(s_i) A_i), so
+    d loss / d logp_it = -A_i s_i / (N |o_i|) on an unclipped completion's tokens, and 0 on a
+    clipped one's: autograd must give exactly that."""
+    g = torch.Generator().manual_seed(0)
+    B, G, T = 3, 4, 6
+    logp = -2 * torch.rand(B * G, T, generator=g, dtype=torch.float64)
+    logp_old = logp + 0.3 * torch.randn(B * G, 1, generator=g, dtype=torch.float64) \
+        + 0.05 * torch.randn(B * G, T, generator=g, dtype=torch.float64)
+    mask = torch.arange(T)[None] < torch.randint(1, T + 1, (B * G, 1), generator=g)
+    rewards = torch.tensor([[1.0, 0, 0, 1], [0, 0, 1, 1], [1, 0, 1, 1]], dtype=torch.float64)
+    x = logp.clone().requires_grad_()
+    loss, stats = grpo_loss(x, logp_old, None, mask, rewards, beta=0.0, ratio_level="sequence")
+    loss.backward()
+    m = mask.double()
+    n = m.sum(1)
+    s = torch.exp(((logp - logp_old) * m).sum(1) / n)
+    adv = group_advantages(rewards).flatten()
+    clipped = ((s > 1.2) & (adv > 0)) | ((s < 0.8) & (adv < 0))
+    assert 0 < clipped.sum() < B * G                          # both cases are exercised
+    by_hand = torch.where(clipped, 0.0, -adv * s / (B * G * n))[:, None] * m
+    torch.testing.assert_close(x.grad, by_hand, rtol=0, atol=1e-15)
+    assert stats["clip_fraction"] == pytest.approx(clipped.double().mean().item())
+    with pytest.raises(ValueError, match="ratio_level"):
+        grpo_loss(logp, logp_old, None, mask, rewards, beta=0.0, ratio_level="completion")

@@ -171,6 +171,43 @@ def test_kl_ratio_equals_trls_default_bias_corrected_kl(trainer, loss_type, opti
     assert (z.grad - w.grad).abs().max().item() > 1e-6    # the gradient is not: d(rho k3) = k3 + dk3
 
 
+# GSPO: one ratio per completion (TRL's importance_sampling_level="sequence"), with the loss types
+# and KL weightings TRL allows beside it; "grpo" is the GSPO paper's setup.
+GSPO_CASES = [("grpo", dict(PRESETS["grpo"]), False), ("grpo", {**PRESETS["grpo"], "beta": 0.0}, False),
+              ("grpo", dict(PRESETS["grpo"]), True), ("dapo", {**PRESETS["dapo"], "beta": 0.04}, False),
+              ("dr_grpo", {**DR_GRPO, "beta": 0.04}, True)]
+
+
+@pytest.mark.parametrize("loss_type, options, bias_corrected", GSPO_CASES,
+                         ids=[f"{c[0]}-{i}" for i, c in enumerate(GSPO_CASES)])
+@pytest.mark.parametrize("seed", [0, 4])
+def test_sequence_level_ratio_equals_trls_gspo(trainer, loss_type, options, bias_corrected, seed):
+    logp, logp_old, logp_ref, mask, rewards = batch(seed)
+    shift = 0.3 * torch.randn(logp.shape[0], 1, generator=torch.Generator().manual_seed(seed),
+                              dtype=logp.dtype)
+    logp_old = logp_old + shift                           # some mean log-ratios past the band
+    eps_high = options["eps_low"] if options["eps_high"] is None else options["eps_high"]
+    advantages = group_advantages(rewards, options["advantage"]).flatten()
+    trainer.importance_sampling_level, trainer.args.use_bias_correction_kl = "sequence", bias_corrected
+    try:
+        y = logp.clone().requires_grad_()
+        theirs = trl_loss(trainer, y, logp_old, logp_ref, mask, advantages, loss_type,
+                          options["eps_low"], eps_high, options["beta"], options.get("max_tokens"))
+    finally:
+        trainer.importance_sampling_level, trainer.args.use_bias_correction_kl = "token", False
+    x = logp.clone().requires_grad_()
+    ours, stats = grpo_loss(x, logp_old, logp_ref, mask, rewards, ratio_level="sequence",
+                            **{**options, "kl_ratio": bias_corrected})
+    ours.backward()
+    theirs.backward()
+    assert abs(ours.item() - theirs.item()) < PARITY_TOL
+    assert (x.grad - y.grad).abs().max().item() < PARITY_TOL
+    assert 0 < stats["clip_fraction"] < 1                 # some completions clipped, not all
+    assert stats["clip_fraction"] == pytest.approx(trainer._metrics["train"]["clip_ratio/region_mean"][-1])
+    token, _ = grpo_loss(logp, logp_old, logp_ref, mask, rewards, **{**options, "kl_ratio": bias_corrected})
+    assert abs(token.item() - ours.item()) > 1e-6         # off-policy, the two ratios differ
+
+
 # ---------------------------------------------------------------------------------------------
 # The verifier as TRL's reward function, and one offline TRL step
 

@@ -26,6 +26,7 @@ It reuses the book's one home for each idea: the group advantages are
 - ``kl_ratio``: weight k3 by rho_it, so that its gradient is the unbiased gradient of
   KL(pi_theta || pi_ref) (chapter 5: plain k3's is that of KL(pi_ref || pi_theta)); TRL's
   ``use_bias_correction_kl``, on by default in TRL 1.16;
+- ``ratio_level``: "token" (DeepSeekMath) or "sequence" (GSPO's one ratio per completion);
 - ``aggregation``: "sequence" (1/|o_i| per completion, then the mean: DeepSeekMath eq. 3), "token"
   (one mean over every token of the batch: DAPO's token-level loss), "constant" (the token sum
   over N * max_tokens: Dr. GRPO's constant normaliser).
@@ -50,6 +51,7 @@ from grpo.surrogate import clipped_surrogate
 from .model import logprobs_at_temperature  # noqa: F401  (re-exported: the loss reads log-probs at T)
 
 AGGREGATIONS = ("sequence", "token", "constant")
+RATIO_LEVELS = ("token", "sequence")
 
 @dataclass(frozen=True)
 class LossOptions:
@@ -117,31 +119,41 @@ PRESETS = {
 def grpo_loss(logp, logp_old, logp_ref, mask, rewards, *, advantage: str = "zscore",
               clip: bool = True, eps_low: float = 0.2, eps_high: float | None = None,
               beta: float = 0.04, kl_ratio: bool = False, aggregation: str = "sequence",
-              max_tokens: int | None = None, entropy=None):
+              max_tokens: int | None = None, entropy=None, ratio_level: str = "token"):
     """GRPO's loss on B groups of G completions, and what to log.
 
     logp, logp_old, logp_ref: (B*G, T) token log-probs at the sampling temperature (logp_ref may be
     None when beta = 0); mask: (B*G, T), 1 on completion tokens; rewards: (B, G); entropy: optional
     (B*G, T) per-token entropy, only logged. ``max_tokens``: the constant of aggregation="constant"
-    (the generation budget; required there). Returns ``(loss, stats)``.
+    (the generation budget; required there). ``ratio_level``: "token" (one ratio per token, as in
+    DeepSeekMath and PPO) or "sequence" (GSPO, Zheng et al. 2025: one ratio per completion,
+    s_i = exp(mean_t log rho_it), clipped once; TRL's ``importance_sampling_level="sequence"``,
+    whose k3 weighting under ``kl_ratio`` is s_i too). Returns ``(loss, stats)``.
     """
     B, G, N = _check_loss_inputs(logp, logp_old, logp_ref, mask, rewards, beta, aggregation,
                                  max_tokens, entropy)
+    checks.choice("ratio_level", ratio_level, RATIO_LEVELS)
     m = mask.to(logp.dtype)
     lengths = m.sum(1)                                                     # |o_i|
 
     # 1. One advantage per completion, shared by all its tokens.
     adv = group_advantages(rewards, advantage).to(logp).reshape(N, 1)
 
-    # 2. The per-token ratio to the sampling policy, clipped as in PPO (chapter 6) or not.
-    if clip:
-        surrogate, clipped = clipped_surrogate(logp, logp_old, adv, eps_low, eps_high)
+    # 2. The ratio to the sampling policy, clipped as in PPO (chapter 6) or not: per token, or
+    #    (GSPO) per completion, from the mean of its tokens' log-ratios, shared by all its tokens.
+    if ratio_level == "token":
+        new, old = logp, logp_old
     else:
-        surrogate, clipped = torch.exp(logp - logp_old) * adv, torch.zeros_like(mask, dtype=bool)
+        log_ratio = ((logp - logp_old) * m).sum(1, keepdim=True) / lengths[:, None]
+        new, old = log_ratio.expand_as(logp), torch.zeros_like(logp)
+    if clip:
+        surrogate, clipped = clipped_surrogate(new, old, adv, eps_low, eps_high)
+    else:
+        surrogate, clipped = torch.exp(new - old) * adv, torch.zeros_like(mask, dtype=bool)
 
     # 3. k3 KL to the frozen reference, per token, inside the loss (chapter 5).
     kl = kl_k3(logp, logp_ref) if logp_ref is not None else torch.zeros_like(logp)
-    kl_term = kl * torch.exp(logp - logp_old) if kl_ratio else kl
+    kl_term = kl * torch.exp(new - old) if kl_ratio else kl
     per_token = -(surrogate - beta * kl_term)
 
     # 4. Average: per completion then over completions, over all tokens, or by a constant.
@@ -157,7 +169,9 @@ def grpo_loss(logp, logp_old, logp_ref, mask, rewards, *, advantage: str = "zsco
         stats = {
             "reward_mean": float(r.mean()),
             "degenerate_fraction": float((r == r[:, :1]).all(1).double().mean()),
-            "clip_fraction": float((clipped.to(m) * m).sum() / lengths.sum()),
+            # the share of tokens clipped; at the sequence level, of completions (TRL's metric)
+            "clip_fraction": float(clipped[:, 0].to(m).mean()) if ratio_level == "sequence"
+            else float((clipped.to(m) * m).sum() / lengths.sum()),
             "completion_length_mean": float(lengths.mean()),
         }
         if logp_ref is not None:
@@ -210,8 +224,9 @@ def grpo_update(logprobs, optimizer, mask, rewards, logp_old=None, logp_ref=None
             by_rows = (c.stop - c.start) / N
             share = by_tokens if options.get("aggregation") == "token" else by_rows
             (loss * share).backward()
-            weights = {"loss": share, "clip_fraction": by_tokens, "kl_mean": by_tokens,
-                       "entropy_mean": by_tokens}                 # the rest: per completion
+            per_sequence = options.get("ratio_level") == "sequence"   # GSPO clips completions
+            weights = {"loss": share, "clip_fraction": by_rows if per_sequence else by_tokens,
+                       "kl_mean": by_tokens, "entropy_mean": by_tokens}  # the rest: per completion
             for key, value in {"loss": loss.item(), **stats}.items():
                 total[key] = total.get(key, 0.0) + weights.get(key, by_rows) * value
         if max_grad_norm is not None:

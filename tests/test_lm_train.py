@@ -58,6 +58,20 @@ def test_sft_lowers_the_loss_and_is_deterministic(setup):
     assert all(math.isfinite(x) for x in h["loss"])
 
 
+def test_sft_progress_wraps_the_steps_and_changes_nothing(setup):
+    train, test, tok = setup
+    seen, runs = [], []
+    def bar(steps, desc):
+        seen.append((list(steps), desc))
+        return steps
+    for progress in (None, bar):
+        torch.manual_seed(0)
+        model = GPT(GPTConfig(vocab_size=tok.vocab_size, n_layer=1, n_head=2, d_model=32, max_len=160))
+        cfg = SFTConfig(steps=6, batch_size=8, lr=3e-3, warmup=2, eval_every=6, eval_problems=2)
+        runs.append(sft(model, tok, train, test, cfg, progress=progress))
+    assert seen == [(list(range(6)), "SFT")] and runs[0] == runs[1]
+
+
 def test_completions_and_rewards_shapes(setup):
     _, test, tok = setup
     torch.manual_seed(0)

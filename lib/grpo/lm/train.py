@@ -112,11 +112,12 @@ def sft_loss(model, ids, tgt):
 
 
 def sft(model, tok, train: list[dict], evals: list[dict], cfg: SFTConfig,
-        keep_states: bool = False) -> dict:
+        keep_states: bool = False, progress=None) -> dict:
     """Train ``model`` in place on ``train``; return ``{"step", "loss", "eval_step",
     "eval_greedy"}``. ``keep_states=True`` adds ``"states"``: a copy of the weights at every
     evaluation step (the snapshots a start-point study needs; with a constant lr, a run stopped
-    there is the same run)."""
+    there is the same run). ``progress``, if given, wraps the steps (``progress(range(steps),
+    "SFT")``, e.g. ``grpo.book.display.progress`` for a bar in Jupyter)."""
     if cfg.lr <= 0 or cfg.steps < 1 or cfg.batch_size < 1 or not train:
         raise ValueError("need lr > 0, steps >= 1, batch_size >= 1 and training problems")
     if not evals or cfg.eval_problems < 1 or cfg.eval_every < 1:
@@ -140,7 +141,8 @@ def sft(model, tok, train: list[dict], evals: list[dict], cfg: SFTConfig,
     if keep_states:
         hist["states"] = []
     batches = length_batches(encoded, cfg, rng)
-    for step in range(cfg.steps):
+    steps = range(cfg.steps) if progress is None else progress(range(cfg.steps), "SFT")
+    for step in steps:
         for group in opt.param_groups:
             group["lr"] = lr_at(step, cfg)
         model.train()

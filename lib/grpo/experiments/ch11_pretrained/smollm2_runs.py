@@ -37,7 +37,7 @@ from grpo.lm.hf import (HFConfig, encode_prompts, grpo_step, load_model, prompt_
                         sample_completions)
 from grpo.lm.verifier import last_number, last_number_reward, reference_answer, safe_arith
 from grpo.pool import parallel_map
-from grpo.runstore import bits, command_line, read_json, run_dir, unbits, write_json
+from grpo.runstore import bits, command_line, read_json, run_dir, unbits, writable, write_json
 
 MODULE = "grpo.experiments.ch11_pretrained.smollm2_runs"
 RUNS_DIR = run_dir("11_pretrained")
@@ -313,9 +313,39 @@ def _run_and_write(name: str) -> str:
     return str(write_json(RUNS_DIR / f"{name}.json", run(name)))
 
 
+# Runs re-trained by the chapter's RETRAIN switch (``retrain``): name -> the scratch file to read.
+RETRAINED: dict = {}
+
+
+def _run_into_scratch(name: str) -> str:
+    return str(write_json(writable(RUNS_DIR / f"{name}.json"), run(name)))
+
+
+def retrain(names, workers: int = 1) -> list:
+    """The chapter's RETRAIN switch: re-run ``names`` and write each where
+    ``grpo.runstore.writable`` says (``scratch/runs/11_pretrained/``, never ``data/runs/`` unless
+    ``GRPO_STORE=1``); ``load_run`` reads them from there from now on. ``sft`` runs last, on the
+    CPU budget of ``grpo_seed0`` as ``load_run`` then finds it."""
+    names = list(names)
+    unknown = [n for n in names if n not in RUNS]
+    if unknown:
+        raise ValueError(f"unknown runs {unknown}; the runs are {list(RUNS)}")
+    first = [n for n in names if n != "sft"]
+    if workers == 1:                    # in this process (the notebook's kernel)
+        written = [_run_into_scratch(n) for n in first]
+    else:
+        written = parallel_map(_run_into_scratch, first, workers=workers, desc="runs")
+    RETRAINED.update(zip(first, written))
+    if "sft" in names:
+        RETRAINED["sft"] = _run_into_scratch("sft")
+        written.append(RETRAINED["sft"])
+    return written
+
+
 def load_run(name: str) -> dict:
-    """A stored run; a clear error if it was never run."""
-    return read_json(RUNS_DIR / f"{name}.json", f"{MODULE} {name}")
+    """A stored run (or its re-trained twin in scratch, after ``retrain``); a clear error if it
+    was never run."""
+    return read_json(RETRAINED.get(name, RUNS_DIR / f"{name}.json"), f"{MODULE} {name}")
 
 
 def outcomes_of(name: str, part: str = "one_step", key: str = "greedy") -> np.ndarray:

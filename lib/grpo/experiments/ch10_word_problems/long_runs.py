@@ -16,6 +16,11 @@ the last bit.
     python -m grpo.experiments.ch10_word_problems.long_runs grpo_lr5e-05 start   # some runs
     python -m grpo.experiments.ch10_word_problems.long_runs --all --workers 2
                                 # every run (plateau_sft before those it starts)
+
+A chapter re-trains them with ``retrain()`` (its ``RETRAIN`` switch): every run is written to
+``runstore.writable(RUNS_DIR)``, ``scratch/runs/10_word_problems/``, and the weights a run saves go
+to a ``models/`` folder beside them, so a reader's re-run never overwrites ``data/runs/`` or
+``data/models/``. Only the command line above (or ``GRPO_STORE=1``) stores.
 """
 from __future__ import annotations
 
@@ -29,10 +34,12 @@ from grpo.lm.data import HELD_OUT, PROTOCOL, step_count
 from grpo.lm.eval import outcomes
 from grpo.lm.model import save
 from grpo.lm.rl import EIConfig, RunConfig, expert_iteration, train_grpo
-from grpo.lm.train import MODELS_DIR, SFT_CHECKPOINT, SFTConfig, load_sft, sft
+from grpo.lm.model import load
+from grpo.lm.tokenizer import Tokenizer
+from grpo.lm.train import MODELS_DIR, SFT_CHECKPOINT, SFT_TOKENIZER, SFTConfig, load_sft, sft
 from grpo.pool import parallel_map
 from grpo.runstore import (bits, command_line, cpu_timed, read_json, run_dir, unbits,
-                           write_json)
+                           writable, write_json)
 
 RUNS_DIR = run_dir("10_word_problems")
 MODULE = "grpo.experiments.ch10_word_problems.long_runs"
@@ -130,10 +137,12 @@ def held_out_outcomes(model, tok, problems, samples: int = HELD_OUT_SAMPLES) -> 
             "steps": "".join(str(step_count(p)) for p in problems)}
 
 
-def outcomes_of(name: str, key: str = "greedy", part: str = "held_out") -> np.ndarray:
+def outcomes_of(name: str, key: str = "greedy", part: str = "held_out",
+                directory: Path | None = None) -> np.ndarray:
     """A stored run's per-problem outcomes on the held-out problems (or its practised ``pool``):
-    ``greedy`` 0/1, ``sampled`` the mean of its samples, ``annotations_ok`` likewise."""
-    h = load_run(name)[part]
+    ``greedy`` 0/1, ``sampled`` the mean of its samples, ``annotations_ok`` likewise. ``directory``:
+    where the run was written (default ``RUNS_DIR``; ``retrain()``'s folder for a re-run)."""
+    h = load_run(name, directory)[part]
     if key == "greedy":
         return unbits(h["greedy"])
     if key not in ("sampled", "annotations_ok"):
@@ -141,31 +150,49 @@ def outcomes_of(name: str, key: str = "greedy", part: str = "held_out") -> np.nd
     return unbits(h[key], h["samples"]).mean(1)
 
 
-def lift(names, against="start", key: str = "greedy", part: str = "held_out"):
+def lift(names, against="start", key: str = "greedy", part: str = "held_out",
+         directory: Path | None = None):
     """The paired lift (``grpo.stats.paired_lift``) of stored runs over another: ``names`` one run
-    or a list of seeds; ``against`` one run (shared) or a list paired row by row."""
+    or a list of seeds; ``against`` one run (shared) or a list paired row by row; all read from
+    ``directory`` (as ``outcomes_of``)."""
     from grpo.stats import paired_lift
     names = [names] if isinstance(names, str) else list(names)
     base = [against] if isinstance(against, str) else list(against)
-    before = np.stack([outcomes_of(n, key, part) for n in base])
-    after = np.stack([outcomes_of(n, key, part) for n in names])
+    before = np.stack([outcomes_of(n, key, part, directory) for n in base])
+    after = np.stack([outcomes_of(n, key, part, directory) for n in names])
     return paired_lift(before if len(base) > 1 else before[0], after)
 
 
-def start_model(spec: Stored):
-    """The spec's starting ``(model, tok)``."""
-    return load_sft(checkpoint=PLATEAU_CHECKPOINT if spec.start == "plateau" else SFT_CHECKPOINT)
+def models_dir(directory: Path | None = None) -> Path:
+    """Where runs written to ``directory`` save their weights (``Stored.save_as``) and find the
+    plateau start: ``data/models/`` for the stored runs (``directory`` None or ``RUNS_DIR``), a
+    ``models/`` folder inside any other ``directory`` (a re-run in scratch)."""
+    if directory is None or Path(directory).resolve() == RUNS_DIR.resolve():
+        return MODELS_DIR
+    return Path(directory) / "models"
 
 
-def run(name: str) -> dict:
-    """Run one registry entry in this process and return what ``data/runs/NAME.json`` stores."""
+def start_model(spec: Stored, directory: Path | None = None):
+    """The spec's starting ``(model, tok)``: chapter 7's checkpoint, or the plateau model saved
+    beside the runs in ``directory`` (``models_dir``)."""
+    if spec.start != "plateau" or models_dir(directory) == MODELS_DIR:
+        plateau = spec.start == "plateau"
+        return load_sft(checkpoint=PLATEAU_CHECKPOINT if plateau else SFT_CHECKPOINT)
+    tok = Tokenizer.load(MODELS_DIR / SFT_TOKENIZER)
+    return load(models_dir(directory) / PLATEAU_CHECKPOINT), tok
+
+
+def run(name: str, directory: Path | None = None) -> dict:
+    """Run one registry entry in this process and return what ``data/runs/NAME.json`` stores;
+    ``directory``: where the runs are written, which says where saved weights go
+    (``models_dir``)."""
     torch.set_num_threads(1)
-    result, cpu_s = cpu_timed(_run, RUNS[name])
+    result, cpu_s = cpu_timed(_run, RUNS[name], directory)
     return {"name": name, **result, "cpu_s": round(cpu_s, 1)}
 
 
-def _run(spec: Stored) -> dict:
-    model, tok = start_model(spec)
+def _run(spec: Stored, directory: Path | None = None) -> dict:
+    model, tok = start_model(spec, directory)
     train, val = PROTOCOL.splits()
     out = {"kind": spec.kind, "start": spec.start, "note": spec.note,
            "config": None if spec.config is None else asdict(spec.config)}
@@ -182,8 +209,9 @@ def _run(spec: Stored) -> dict:
         out.update(log={"step": history["step"], "loss": history["loss"]},
                    evals={"step": history["eval_step"], "greedy": history["eval_greedy"]})
     if spec.save_as:            # scored as stored: the float32 weights rescore() reads back
-        save(model, MODELS_DIR / spec.save_as)
-        model = load_sft(checkpoint=spec.save_as)[0]
+        models_dir(directory).mkdir(parents=True, exist_ok=True)
+        save(model, models_dir(directory) / spec.save_as)
+        model = load(models_dir(directory) / spec.save_as)
     pool = spec.train_pool or getattr(spec.config, "train_pool", 0)
     # the practised problems' own outcomes
     if pool:
@@ -199,8 +227,13 @@ def write(name: str, result: dict, directory: Path | None = None) -> Path:
     return write_json(directory / f"{name}.json", result)
 
 
-def _run_and_write(name: str) -> str:
-    return str(write(name, run(name)))
+def _run_and_write(name: str, directory: str | None = None) -> str:
+    directory = None if directory is None else Path(directory)
+    return str(write(name, run(name, directory), directory))
+
+
+def _retrain_one(job: tuple) -> str:
+    return _run_and_write(*job)
 
 
 def load_run(name: str, directory: Path | None = None) -> dict:
@@ -287,6 +320,28 @@ def run_and_store(names, workers: int = 2) -> list:
         if wave:
             written += parallel_map(_run_and_write, wave, workers, desc="stored runs")
     return written
+
+
+def retrain_dir() -> Path:
+    """Where ``retrain`` writes: ``runstore.writable(RUNS_DIR)``, i.e.
+    ``scratch/runs/10_word_problems/`` (``RUNS_DIR`` itself only under ``GRPO_STORE=1``)."""
+    return writable(RUNS_DIR)
+
+
+def retrain(names=None, workers: int = 2, again: bool = False) -> Path:
+    """A chapter's ``RETRAIN`` switch: run registry entries (default all) in ``workers`` processes
+    into ``retrain_dir()``, never ``data/runs/`` or ``data/models/`` (saved weights go to its
+    ``models/``), and return that folder for ``load_run(name, folder)``. A run already there is
+    kept unless ``again`` (the chapter's switch then serves its lab page too)."""
+    directory = retrain_dir()
+    names = list(RUNS) if names is None else list(names)
+    todo = [n for n in names if again or not (directory / f"{n}.json").is_file()]
+    first = [n for n in todo if RUNS[n].start != "plateau"]
+    for wave in (first, [n for n in todo if n not in first]):
+        if wave:
+            parallel_map(_retrain_one, [(n, str(directory)) for n in wave], workers,
+                         desc="re-training into scratch")
+    return directory
 
 
 def main(argv=None) -> None:

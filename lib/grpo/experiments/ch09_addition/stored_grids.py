@@ -91,17 +91,23 @@ def job_from_spec(spec: dict) -> Job:
     return Job(spec["start"], cfg, spec["samples"], spec["many_samples"])
 
 
-def _stored_then_scratch(path: Path) -> list[Path]:
-    """The files that may hold a grid: the stored one, then its scratch twin; those that exist."""
+def _stored_then_scratch(path: Path, retrain: bool = False) -> list[Path]:
+    """The files that may hold a grid: the stored one, then its scratch twin; those that exist.
+    ``retrain``: none (the switch beside a chapter cell that re-trains a stored grid)."""
+    if not isinstance(retrain, bool):
+        raise ValueError(f"retrain must be True or False, got {retrain!r}")
+    if retrain:
+        return []
     return [p for p in dict.fromkeys([Path(path), writable(path)]) if p.is_file()]
 
 
 def stored_jobs(name: str, jobs, starts: dict, tok: Tokenizer, workers: int = 2,
-                folder=None) -> list[dict]:
+                folder=None, retrain: bool = False) -> list[dict]:
     """``run_jobs(jobs, starts, tok, workers)``, read from ``<folder>/<name>.json`` when that holds
     these jobs (``folder``: ``RUNS_DIR`` by default), else from its scratch twin when that does,
     else run and written to ``runstore.writable(<folder>/<name>.json)``: the scratch twin, never a
-    stored run, unless ``GRPO_STORE=1``."""
+    stored run, unless ``GRPO_STORE=1``. ``retrain=True`` runs them again whatever is stored, and
+    writes the same place (the scratch twin)."""
     if not isinstance(name, str) or not name.replace("_", "").isalnum():
         raise ValueError(f"name must be letters, digits and '_', got {name!r}")
     jobs = list(jobs)
@@ -109,7 +115,7 @@ def stored_jobs(name: str, jobs, starts: dict, tok: Tokenizer, workers: int = 2,
         raise ValueError("jobs must be grpo.lm.addition.Job instances")
     path = Path(folder or RUNS_DIR) / f"{name}.json"
     keys = [repr(j) for j in jobs]
-    for candidate in _stored_then_scratch(path):
+    for candidate in _stored_then_scratch(path, retrain):
         stored = read_json(candidate, READER)
         if stored["jobs"] == keys:
             return [from_json(o) for o in stored["outputs"]]
@@ -121,11 +127,12 @@ def stored_jobs(name: str, jobs, starts: dict, tok: Tokenizer, workers: int = 2,
 
 
 def stored_endpoints(name: str, configs, tok: Tokenizer, seed: int = 0, workers: int = 2,
-                     folder=None) -> list[dict]:
+                     folder=None, retrain: bool = False) -> list[dict]:
     """``sft_endpoints(configs, tok, seed, workers)`` without the weights: per config, ``steps`` and
     ``val_greedy`` (its last validation greedy accuracy), read from ``<folder>/<name>.json`` when
     that holds these configs and seed (``folder``: ``ENDPOINTS_DIR``), else from its scratch twin,
-    else run and written to ``runstore.writable`` of that path (never a stored run).
+    else run and written to ``runstore.writable`` of that path (never a stored run); with
+    ``retrain=True``, run and written there whatever is stored.
     A chapter that needs one endpoint's weights trains that config again (``sft_endpoints``)."""
     if not isinstance(name, str) or not name.replace("_", "").isalnum():
         raise ValueError(f"name must be letters, digits and '_', got {name!r}")
@@ -134,7 +141,7 @@ def stored_endpoints(name: str, configs, tok: Tokenizer, seed: int = 0, workers:
         raise ValueError("configs must be a non-empty list of SFTConfig")
     path = Path(folder or ENDPOINTS_DIR) / f"{name}.json"
     keys = {"configs": [repr(c) for c in configs], "seed": seed}
-    for candidate in _stored_then_scratch(path):
+    for candidate in _stored_then_scratch(path, retrain):
         stored = read_json(candidate, READER)
         if stored["keys"] == keys:
             return stored["endpoints"]
@@ -148,13 +155,14 @@ def stored_endpoints(name: str, configs, tok: Tokenizer, seed: int = 0, workers:
 
 
 def stored_sft_run(name: str, cfg: SFTConfig, levels, tok: Tokenizer, seed: int = 0,
-                   folder=None) -> tuple[dict, dict]:
+                   folder=None, retrain: bool = False) -> tuple[dict, dict]:
     """The SFT run the starts come from (``addition.train_sft(seed, cfg)``), stored: ``(history,
     states)``, the run's losses and validation curve, and the weights (float64, exact) at the
     first evaluation step to reach each validation greedy accuracy in ``levels`` and at its last
     step, ``{step: state dict}``. Read from ``<folder>/<name>.json`` and ``.npz`` (``folder``:
     ``SFT_DIR``), or their scratch twins, when they hold this config, seed and levels, else trained
-    and written to ``runstore.writable(folder)`` (never over a stored run).
+    and written to ``runstore.writable(folder)`` (never over a stored run); ``retrain=True`` trains
+    it again and writes it there whatever is stored.
 
     Stored, not re-trained, because a long SFT run at a constant lr is chaotic: on another CPU's
     kernels (measured here with ATen's default kernels and MKL's COMPATIBLE mode) the float64
@@ -168,7 +176,9 @@ def stored_sft_run(name: str, cfg: SFTConfig, levels, tok: Tokenizer, seed: int 
     levels = [float(x) for x in levels]
     folder = Path(folder or SFT_DIR)
     keys = {"config": repr(cfg), "seed": seed, "levels": levels}
-    for place in dict.fromkeys([folder, writable(folder)]):
+    if not isinstance(retrain, bool):
+        raise ValueError(f"retrain must be True or False, got {retrain!r}")
+    for place in () if retrain else dict.fromkeys([folder, writable(folder)]):
         if (place / f"{name}.json").is_file() and (place / f"{name}.npz").is_file():
             stored_keys, history, states = load_sft_run(name, place)
             if stored_keys == keys:

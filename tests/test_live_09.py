@@ -1,0 +1,89 @@
+"""Chapter 9's live run and switches: the stored grids the chapter and its lab notes build from
+``grpo.experiments.ch09_addition.grids`` are exactly the jobs the stored files hold (so neither page
+re-trains them by accident), and a ``RETRAIN`` switch (``retrain=True``) trains again into
+scratch/runs/, never over a stored run."""
+import json
+from dataclasses import replace
+
+import numpy as np
+import pytest
+import torch
+
+from grpo import runstore
+from grpo.experiments.ch09_addition import grids as Gd
+from grpo.experiments.ch09_addition import stored_grids as S
+from grpo.lm import addition as A
+
+START, LR = 550, 1e-4                 # chapter 9's start and reference rate (data/results/09_*)
+
+
+def _keys(name):
+    return json.loads((S.RUNS_DIR / f"{name}.json").read_text())["jobs"]
+
+
+def test_the_grid_builders_are_the_stored_files_jobs():
+    R, ups = A.GRPO_RECIPE, Gd.updates(A.GRPO_RECIPE, LR)
+    bench = json.loads((runstore.DATA_DIR / "bench" / "09_addition.json").read_text())
+    assert _keys("starts_2x2") == [repr(j) for j in Gd.grid_jobs(START, "annealed, 920 steps", ups)]
+    seeds = [f"{kind}, SFT seed {s}" for s in Gd.SFT_SEEDS for kind in ("snapshot", "annealed")]
+    assert _keys("starts_by_sft_seed") == [repr(j) for j in Gd.across_jobs(seeds, ups)]
+    assert _keys("ablations") == [repr(j) for j in Gd.ablation_jobs(START, R, LR)]
+    called = [("reuse 4, same steps", Gd.STRESS)]
+    assert _keys("replication") == [repr(j) for j in Gd.replication_jobs(START, R, LR, called)]
+    starts = [190, 500, 530, 550, 560, 590, 760, 980]
+    control = Gd.control_config(R, bench)
+    assert _keys("start_map") == [repr(j) for j in Gd.map_jobs(starts, START, R, LR, control)]
+
+
+def test_main_runs_from_results_give_the_chapters_lift():
+    before, runs = Gd.main_runs_from_results()
+    results = json.loads((runstore.DATA_DIR / "results" / "09_grpo_addition.json").read_text())
+    from grpo.stats import paired_lift
+    lift = paired_lift(before["greedy"], np.stack([r["greedy"] for r in runs]))
+    assert round(lift.points, 2) == results["addition"]["greedy_lift_points"]
+    assert before["sampled"].shape == (A.N_TEST, A.EVAL_SAMPLES)
+    assert round(float(before["sampled"].mean()), 4) == results["addition"]["sft_sampled"]
+
+
+def test_a_retrain_switch_runs_again_into_scratch_never_over_a_stored_run(tmp_path, monkeypatch):
+    torch.manual_seed(0)
+    tok = A.addition_tokenizer()
+    starts = {0: A.addition_model(tok).state_dict()}
+    jobs = [A.Job(0, replace(A.GRPO_RECIPE, iterations=1, prompts=4, G=2, eval_every=1),
+                  samples=1)]
+    runs, scratch = tmp_path / "data" / "runs", tmp_path / "scratch"
+    monkeypatch.setattr(runstore, "RUNS_DIR", runs)
+    monkeypatch.setattr(runstore, "SCRATCH_DIR", scratch)
+    folder = runs / "09_addition"
+    monkeypatch.setenv(runstore.STORE_ENV, "1")              # a maintainer stores the grid
+    S.stored_jobs("grid", jobs, starts, tok, workers=1, folder=folder)
+    monkeypatch.delenv(runstore.STORE_ENV)
+    stored = (folder / "grid.json").read_bytes()
+    calls = []
+    real = S.run_jobs
+    monkeypatch.setattr(S, "run_jobs", lambda *a, **k: calls.append(1) or real(*a, **k))
+    S.stored_jobs("grid", jobs, starts, tok, workers=1, folder=folder)             # switch off
+    assert calls == []
+    S.stored_jobs("grid", jobs, starts, tok, workers=1, folder=folder, retrain=True)  # on
+    assert calls == [1] and (folder / "grid.json").read_bytes() == stored
+    assert (scratch / "runs" / "09_addition" / "grid.json").is_file()
+    with pytest.raises(ValueError, match="retrain"):
+        S.stored_jobs("grid", jobs, starts, tok, workers=1, folder=folder, retrain="yes")
+
+
+def test_a_retrained_sft_run_goes_to_scratch(tmp_path, monkeypatch):
+    runs, scratch = tmp_path / "data" / "runs", tmp_path / "scratch"
+    monkeypatch.setattr(runstore, "RUNS_DIR", runs)
+    monkeypatch.setattr(runstore, "SCRATCH_DIR", scratch)
+    monkeypatch.delenv(runstore.STORE_ENV, raising=False)
+    cfg = replace(A.SFT_RECIPE, steps=2, eval_every=1, eval_problems=4)
+    folder = runs / "09_addition" / "sft"
+    tok = A.addition_tokenizer()
+    S.stored_sft_run("tiny", cfg, (), tok, folder=folder, retrain=True)
+    assert not folder.exists()
+    assert (scratch / "runs" / "09_addition" / "sft" / "tiny.json").is_file()
+    cfgs = [replace(A.SFT_RECIPE, steps=2, eval_every=2, eval_problems=4)]
+    S.stored_endpoints("ends", cfgs, tok, workers=1, folder=runs / "09_addition" / "endpoints",
+                       retrain=True)
+    assert (scratch / "runs" / "09_addition" / "endpoints" / "ends.json").is_file()
+    assert not (runs / "09_addition" / "endpoints").exists()

@@ -26,7 +26,8 @@ OUT = ROOT / "data" / "bench" / "chapter_times.json"
 
 def run_one(path: str) -> dict:
     """Execute one notebook in a fresh kernel: wall seconds, the kernel's CPU seconds (with any
-    worker processes it ran) and its peak RSS."""
+    worker processes it ran), its peak RSS, and the wall seconds of its cells tagged ``live-run``
+    (the training a reader watches)."""
     import resource
 
     import nbformat
@@ -35,12 +36,24 @@ def run_one(path: str) -> dict:
 
     nb = nbformat.read(path, as_version=4)
     start = time.perf_counter()
-    NotebookClient(nb, timeout=3600, kernel_name="python3", record_timing=False,
+    NotebookClient(nb, timeout=3600, kernel_name="python3", record_timing=True,
                    resources={"metadata": {"path": str(Path(path).parent)}}).execute()
     seconds = time.perf_counter() - start
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)       # the kernel, now exited
-    return {"seconds": round(seconds, 1), "cpu_seconds": round(usage.ru_utime + usage.ru_stime, 1),
-            "peak_memory_mb": round(usage.ru_maxrss / 1024)}
+    row = {"seconds": round(seconds, 1), "cpu_seconds": round(usage.ru_utime + usage.ru_stime, 1),
+           "peak_memory_mb": round(usage.ru_maxrss / 1024)}
+    live = [cell_seconds(c) for c in nb.cells if "live-run" in c.metadata.get("tags", [])]
+    if live:
+        row["live_run_seconds"] = round(sum(live), 1)
+    return row
+
+
+def cell_seconds(cell) -> float:
+    """Wall seconds a cell ran, from the timestamps nbclient records (``record_timing``)."""
+    t = cell.metadata["execution"]
+    start = datetime.datetime.fromisoformat(t["iopub.execute_input"].replace("Z", "+00:00"))
+    end = datetime.datetime.fromisoformat(t["shell.execute_reply"].replace("Z", "+00:00"))
+    return (end - start).total_seconds()
 
 
 def now() -> str:

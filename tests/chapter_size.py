@@ -1,105 +1,19 @@
-"""How much a reader meets in a chapter's prose: distinct numbers and words, glued values filled in.
-
-The prose is every markdown cell as it renders: each ``{glue:text}`name``` (or ``{glue}``) is
-replaced by the value the notebook glued, formatted as the role asks. Fenced code, MyST targets,
-roles' targets ({doc}, {ref}, {cite}, ...), link URLs and HTML comments are not prose and are
-dropped; inline code, tables and math stay. A number is any numeric token not part of a name
-(``float64``, ``GSM8K``, ``x86-64``, ``SmolLM2-135M`` are names); ``1,234``, ``+0.5`` and ``0.50``
-count as the values 1234, 0.5 and 0.5, and each distinct value counts once. Words are runs of
-letters and digits.
+"""The course's limits on a page's prose, measured with ``grpo.book.prose`` (distinct numbers and
+words, glued values filled in): chapters 6-11 keep to 60 distinct numbers and 3,500 words.
 
     python tests/chapter_size.py            # a table for every chapter and page
 """
 from __future__ import annotations
 
-import json
-import re
 import sys
 from pathlib import Path
+
+from grpo.book.prose import measure
 
 ROOT = Path(__file__).resolve().parents[1]
 MAIN_PATH = [f"chapters/{n:02d}_" for n in range(6, 12)]     # chapters held to the limits below
 MAX_NUMBERS = 60
 MAX_WORDS = 3500
-
-_GLUE = re.compile(r"\{glue(?::(?:text|any))?\}`([^`:]+)(?::([^`]*))?`")
-_ROLE_TARGET = re.compile(r"\{(?!glue)[\w:-]+\}`([^`]*)`")
-_LINK = re.compile(r"\]\(([^)]*)\)")
-_NUMBER = re.compile(r"(?<![\w.])[-+−]?\d+(?:,\d{3})*(?:\.\d+)?(?:e[-+−]?\d+)?(?![\w])")
-_NAME = re.compile(r"\b(?=[\w-]*[A-Za-z])(?=[\w-]*\d)[A-Za-z\d_]+(?:-[A-Za-z\d_]+)*\b")
-_SCI = re.compile(r"(?<![\w.])\d+(?:\.\d+)?e[-+−]?\d+\b")
-_WORD = re.compile(r"[A-Za-z0-9]+(?:['’][A-Za-z]+)?")
-
-
-def glued_values(nb: dict) -> dict[str, object]:
-    """``{name: value}`` for every value the notebook glued (the last one, if glued twice)."""
-    values = {}
-    for cell in nb["cells"]:
-        for out in cell.get("outputs", []):
-            name = out.get("metadata", {}).get("scrapbook", {}).get("name")
-            if name is None:
-                continue
-            data = out.get("data", {})
-            text = data.get("application/papermill.record/text/plain", data.get("text/plain", ""))
-            text = "".join(text) if isinstance(text, list) else text
-            try:
-                values[name] = json.loads(text.replace("'", '"'))
-            except ValueError:
-                values[name] = text.strip("'\"")
-    return values
-
-
-def _fill(match: re.Match, values: dict) -> str:
-    name, fmt = match.group(1).strip(), match.group(2)
-    if name not in values:
-        return " "
-    value = values[name]
-    if fmt:
-        try:
-            return format(value, fmt)
-        except (TypeError, ValueError):
-            pass
-    return str(value)
-
-
-def prose(nb: dict) -> str:
-    """The markdown cells' text as a reader sees it (see the module docstring)."""
-    values = glued_values(nb)
-    parts = []
-    for cell in nb["cells"]:
-        if cell["cell_type"] != "markdown":
-            continue
-        text = "".join(cell["source"])
-        text = re.sub(r"<!--.*?-->", " ", text, flags=re.S)
-        text = re.sub(r"^(```|~~~|:::).*?^\1\s*$", " ", text, flags=re.S | re.M)
-        text = re.sub(r"^\([\w-]+\)=\s*$", " ", text, flags=re.M)
-        text = _GLUE.sub(lambda m: _fill(m, values), text)
-        text = _ROLE_TARGET.sub(lambda m: re.sub(r"<[^>]*>", "", m.group(1))
-                                if "<" in m.group(1) else " ", text)
-        text = _LINK.sub("]", text)
-        parts.append(text)
-    return "\n".join(parts)
-
-
-def numbers(text: str) -> set[float]:
-    """The distinct numeric values in ``text`` (names such as float64 or GSM8K are not numbers)."""
-    found = {float(m.group(0).replace("−", "-")) for m in _SCI.finditer(text)}
-    text = _SCI.sub(" ", text)
-    text = _NAME.sub(" ", text)
-    for m in _NUMBER.finditer(text):
-        token = m.group(0).replace("−", "-").replace(",", "").lstrip("+")
-        found.add(abs(float(token)))
-    return found
-
-
-def words(text: str) -> int:
-    return len(_WORD.findall(text))
-
-
-def measure(path: Path) -> tuple[int, int]:
-    """(distinct numbers, words) in the rendered prose of the notebook at ``path``."""
-    text = prose(json.loads(Path(path).read_text()))
-    return len(numbers(text)), words(text)
 
 
 def main() -> int:

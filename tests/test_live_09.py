@@ -6,8 +6,6 @@ import json
 from dataclasses import replace
 
 import numpy as np
-import pytest
-import torch
 
 from grpo import runstore
 from grpo.experiments.ch09_addition import grids as Gd
@@ -43,32 +41,6 @@ def test_main_runs_from_results_give_the_chapters_lift():
     assert round(lift.points, 2) == results["addition"]["greedy_lift_points"]
     assert before["sampled"].shape == (A.N_TEST, A.EVAL_SAMPLES)
     assert round(float(before["sampled"].mean()), 4) == results["addition"]["sft_sampled"]
-
-
-def test_a_retrain_switch_runs_again_into_scratch_never_over_a_stored_run(tmp_path, monkeypatch):
-    torch.manual_seed(0)
-    tok = A.addition_tokenizer()
-    starts = {0: A.addition_model(tok).state_dict()}
-    jobs = [A.Job(0, replace(A.GRPO_RECIPE, iterations=1, prompts=4, G=2, eval_every=1),
-                  samples=1)]
-    runs, scratch = tmp_path / "data" / "runs", tmp_path / "scratch"
-    monkeypatch.setattr(runstore, "RUNS_DIR", runs)
-    monkeypatch.setattr(runstore, "SCRATCH_DIR", scratch)
-    folder = runs / "09_addition"
-    monkeypatch.setenv(runstore.STORE_ENV, "1")              # a maintainer stores the grid
-    S.stored_jobs("grid", jobs, starts, tok, workers=1, folder=folder)
-    monkeypatch.delenv(runstore.STORE_ENV)
-    stored = (folder / "grid.json").read_bytes()
-    calls = []
-    real = S.run_jobs
-    monkeypatch.setattr(S, "run_jobs", lambda *a, **k: calls.append(1) or real(*a, **k))
-    S.stored_jobs("grid", jobs, starts, tok, workers=1, folder=folder)             # switch off
-    assert calls == []
-    S.stored_jobs("grid", jobs, starts, tok, workers=1, folder=folder, retrain=True)  # on
-    assert calls == [1] and (folder / "grid.json").read_bytes() == stored
-    assert (scratch / "runs" / "09_addition" / "grid.json").is_file()
-    with pytest.raises(ValueError, match="retrain"):
-        S.stored_jobs("grid", jobs, starts, tok, workers=1, folder=folder, retrain="yes")
 
 
 def test_a_retrained_sft_run_goes_to_scratch(tmp_path, monkeypatch):

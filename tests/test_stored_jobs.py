@@ -212,8 +212,9 @@ def test_the_shortest_stored_sft_length_reproduces(path):
 
 
 def test_a_changed_grid_goes_to_scratch_never_over_a_stored_run(tmp_path, tiny, monkeypatch):
-    """A reader who edits chapter 9's jobs gets their runs in scratch/runs/: the stored file under
-    data/runs/ keeps its bytes, and the next call with the same edit reads the scratch twin."""
+    """A reader who edits chapter 9's jobs, or turns a RETRAIN switch on, gets their runs in
+    scratch/runs/: the stored file under data/runs/ keeps its bytes, and the next call with the same
+    edit reads the scratch twin."""
     from grpo import runstore
     tok, starts, jobs = tiny
     runs, scratch = tmp_path / "data" / "runs", tmp_path / "scratch"
@@ -236,3 +237,7 @@ def test_a_changed_grid_goes_to_scratch_never_over_a_stored_run(tmp_path, tiny, 
     assert calls == [1]
     S.stored_jobs("grid", jobs, starts, tok, workers=1, folder=folder)    # the stored one again
     assert calls == [1] and (folder / "grid.json").read_bytes() == stored
+    S.stored_jobs("grid", jobs, starts, tok, workers=1, folder=folder, retrain=True)  # the switch
+    assert calls == [1, 1] and (folder / "grid.json").read_bytes() == stored
+    with pytest.raises(ValueError, match="retrain"):
+        S.stored_jobs("grid", jobs, starts, tok, workers=1, folder=folder, retrain="yes")

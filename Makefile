@@ -56,7 +56,8 @@ unit: $(STAMP)
 # Two notebooks at a time (the pins keep each kernel on one core), each whole on one worker, the
 # longest first so that the two workers finish together. A chapter that rewrites a file another
 # reads (a checkpoint, a registry) replaces it atomically (grpo.files), with the same bytes.
-LONGEST := chapters/07_small_lm.ipynb chapters/09_grpo_addition.ipynb
+LONGEST := chapters/09_grpo_addition.ipynb chapters/08_grpo_math.ipynb chapters/06_lunar_lander.ipynb \
+  chapters/07_small_lm.ipynb chapters/11_pretrained.ipynb
 NBVAL_ORDER := $(filter $(NOTEBOOKS),$(LONGEST)) $(filter-out $(LONGEST),$(NOTEBOOKS)) $(PAGES)
 nbval: $(STAMP)
 	@test -n "$(NOTEBOOKS)" || { echo "no chapters/NN_*.ipynb found: nothing for nbval to test"; exit 1; }

@@ -50,6 +50,7 @@ def test_glued_values_are_counted_as_rendered():
 def test_names_are_not_numbers_and_each_value_counts_once():
     text = "float64 on x86-64, GSM8K and SmolLM2-135M; 1,234 and 1234 and +0.5 and 0.50; lr 1e-5."
     assert prose.numbers(text) == {1234.0, 0.5, 1e-5}
+    assert prose.numbers("500k steps on 1-4-step problems, a 1.5B model") == {500e3, 1.0, 4.0, 1.5e9}
 
 
 def test_code_blocks_targets_and_links_are_not_prose():

@@ -1,0 +1,187 @@
+"""Chapter 12's stored runs: the common ways GRPO fails, each cause and its fix shown by runs.
+
+Two testbeds, both the book's own. Two-digit addition (chapter 9: GRPO lifts held-out accuracy
+there in about 15 CPU-seconds a run) carries the grids that need many seeds; chapter 7's small GPT
+on word problems carries the one question whose answers must vary in length (loss aggregation).
+Seeds are fixed here, before running.
+
+    addition grids (``grids``, read and written by ``stored_grids.stored_jobs``, one file each in
+    ``data/runs/12_practice/``):
+        lr_ladder      the recipe at lr 1e-6 (TRL's default) up to 1e-2
+        truncation     the recipe with a 4-token budget, which cuts every three-digit sum's answer
+        dynamic        from early in the SFT run, where most groups are all wrong: plain against
+                       DAPO's refill
+        ratio_level    K = 4 steps per batch (TRL's num_iterations): token against sequence ratios,
+                       the latter also at GSPO's clip range
+    word problems (``aggregation_runs``, ``data/runs/12_practice/aggregation.json``):
+        the three loss aggregations TRL's ``loss_type`` selects ("grpo", "dapo", "dr_grpo"),
+        and, per run, the token length and verdict of 4 samples on 200 held-out problems
+
+``python -m grpo.experiments.ch12_practice.failure_runs`` re-stores them all (about 45 CPU-minutes;
+``GRPO_STORE=1`` is set for it). The chapter reads them; a reader who edits a grid's jobs runs them
+into ``scratch/runs/12_practice/`` instead.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass, replace
+
+import numpy as np
+import torch
+
+from grpo import checks
+from grpo.experiments.ch09_addition.stored_grids import stored_jobs, stored_sft_run
+from grpo.lm import addition as A
+from grpo.lm.data import PROTOCOL, encode_problem
+from grpo.lm.grpo import RATIO_LEVELS
+from grpo.lm.model import sample
+from grpo.lm.rl import RunConfig, train_grpo
+from grpo.lm.verifier import reward
+from grpo.pool import parallel_map
+from grpo.runstore import (STORE_ENV, command_line, cpu_timed, read_json, run_dir, writable,
+                           write_json)
+
+MODULE = "grpo.experiments.ch12_practice.failure_runs"
+RUNS_DIR = run_dir("12_practice")
+SEEDS = (0, 1, 2)
+
+# Addition: chapter 9's SFT run and its recipe. START is chapter 9's start (the first check at
+# validation greedy >= 0.36); LOW its first kept check, where most groups are all wrong.
+LEVELS = (0.03, 0.1, 0.2, 0.36, 0.5, 0.7, 0.85, 0.95)
+SFT_RUN = replace(A.SFT_RECIPE, eval_every=10)
+R = A.GRPO_RECIPE
+LRS = (1e-6, 1e-5, 1e-4, 1e-3, 1e-2)
+SHORT_BUDGET = 4          # '####', '▁' and two digits: a three-digit sum's answer is cut
+REUSE = 4                 # K optimizer steps per sampled batch, TRL's num_iterations
+# The ratio arms: token ratios, sequence ratios at the same clip, and at GSPO's own clip range
+# (Zheng et al. 2025 clip the sequence ratio at 1 - 3e-4 and 1 + 4e-4).
+RATIO_ARMS = {"token": ("token", {}), "sequence": ("sequence", {}),
+              "sequence, GSPO's clip": ("sequence", {"eps_low": 3e-4, "eps_high": 4e-4})}
+SAMPLES = 4               # sampled test outcomes per problem
+
+
+@dataclass(frozen=True)
+class RatioConfig(RunConfig):
+    """``RunConfig`` with GSPO's choice: ``ratio_level`` "token" (one importance ratio per token)
+    or "sequence" (one per completion), passed to ``grpo_loss`` with the other loss options."""
+    ratio_level: str = "token"
+
+    def __post_init__(self):
+        super().__post_init__()
+        checks.choice("RatioConfig.ratio_level", self.ratio_level, RATIO_LEVELS)
+
+    def loss_options(self) -> dict:
+        return {**super().loss_options(), "ratio_level": self.ratio_level}
+
+
+def addition_starts(retrain: bool = False) -> tuple[dict, dict, int, int]:
+    """Chapter 9's stored SFT run: ``(val_greedy, starts, START, LOW)``, validation greedy accuracy
+    by SFT step, the weights at each level's first check, and the two starts used here."""
+    history, starts = stored_sft_run("sft_run", SFT_RUN, LEVELS, A.addition_tokenizer(),
+                                     retrain=retrain)
+    val_greedy = dict(zip(history["eval_step"], history["eval_greedy"]))
+    start = next(step for step, g in val_greedy.items() if g >= 0.36)
+    low = min(starts)
+    return val_greedy, starts, start, low
+
+
+def grids(start: int, low: int) -> dict:
+    """The addition grids by name, as lists of ``addition.Job`` (the start itself first)."""
+    def job(s, cfg):
+        return A.Job(s, cfg, samples=SAMPLES)
+    return {
+        "lr_ladder": [job(start, None)] + [job(start, replace(R, lr=lr, seed=s))
+                                           for lr in LRS for s in SEEDS],
+        "truncation": [job(start, replace(R, max_new_tokens=budget, seed=s))
+                       for budget in (SHORT_BUDGET, R.max_new_tokens) for s in SEEDS],
+        "dynamic": [job(low, None)] + [job(low, replace(R, dynamic_sampling=dyn, seed=s))
+                                        for dyn in (False, True) for s in SEEDS],
+        "ratio_level": [job(start, RatioConfig(**{**asdict(R), "reuse": REUSE, "seed": s,
+                                                  **clip}, ratio_level=level))
+                        for level, clip in RATIO_ARMS.values() for s in SEEDS],
+    }
+
+
+def stored_grid(name: str, jobs, starts: dict, retrain: bool = False) -> list[dict]:
+    """One grid's outputs (``addition.run_jobs``), from ``data/runs/12_practice/<name>.json``."""
+    return stored_jobs(name, jobs, starts, A.addition_tokenizer(), folder=RUNS_DIR,
+                       retrain=retrain)
+
+
+# Word problems: chapter 8's recipe at half its batch and at chapter 10's largest rate (3e-4), so
+# that 40 iterations move the model; one aggregation per run.
+AGGREGATIONS = {"grpo": "sequence", "dapo": "token", "dr_grpo": "constant"}   # TRL's loss_type
+WORD = RunConfig(iterations=40, prompts=16, G=8, lr=3e-4, temperature=0.7, beta=0.04,
+                 eval_every=10_000, eval_problems=1, eval_samples=1, eval_at_start=False)
+LENGTH_PROBLEMS, LENGTH_SAMPLES, LENGTH_SEED = 200, 4, 4321
+
+
+def lengths_and_verdicts(model, tok, problems, n: int, seed: int, max_new_tokens: int = 96):
+    """``n`` samples of each problem at T 0.7: ``(lengths, right)``, two (problems, n) int arrays,
+    each completion's token count (its <eos> included) and the verifier's 0/1."""
+    prompts = [encode_problem(tok, p)[0] for p in problems]
+    tokens, _, mask = sample(model, prompts, n, max_new_tokens, 0.7,
+                             generator=torch.Generator().manual_seed(seed), eos_id=tok.eos_id)
+    texts = [tok.decode(t[m].tolist()) for t, m in zip(tokens, mask)]
+    right = [int(reward(x, problems[i // n]["answer"])) for i, x in enumerate(texts)]
+    return (mask.sum(1).reshape(-1, n).numpy().astype(int),
+            np.array(right, dtype=int).reshape(-1, n))
+
+
+def _aggregation_job(job) -> dict:
+    """One word-problem run, ``job = (loss_type, seed)``: GRPO (a loss_type of None: none, the start
+    itself), then the held-out lengths and verdicts."""
+    from grpo.lm.train import load_sft
+    loss_type, seed = job
+    torch.set_num_threads(1)
+    model, tok = load_sft()
+    train, test = PROTOCOL.splits()
+    out = {"loss_type": loss_type, "seed": seed}
+    if loss_type is not None:
+        cfg = replace(WORD, aggregation=AGGREGATIONS[loss_type], seed=seed)
+        run, cpu = cpu_timed(train_grpo, model, tok, train, test, cfg)
+        out.update(cpu_s=cpu, log={k: v for k, v in run["log"].items()
+                                   if k not in ("sample_s", "ref_s", "update_s")})
+    lengths, right = lengths_and_verdicts(model.eval(), tok, PROTOCOL.held_out(LENGTH_PROBLEMS),
+                                          LENGTH_SAMPLES, LENGTH_SEED)
+    out.update(lengths=lengths.tolist(), right=right.tolist())
+    return out
+
+
+def aggregation_jobs() -> list[tuple]:
+    return [(None, 0)] + [(t, s) for t in AGGREGATIONS for s in SEEDS]
+
+
+def aggregation_runs(retrain: bool = False, workers: int = 2) -> list[dict]:
+    """The word-problem runs, read from ``data/runs/12_practice/aggregation.json`` when it holds
+    these jobs (or from its scratch twin), else run and written to ``runstore.writable``."""
+    checks.boolean("retrain", retrain)
+    path = RUNS_DIR / "aggregation.json"
+    keys = {"config": repr(WORD), "jobs": [list(j) for j in aggregation_jobs()],
+            "held_out": [LENGTH_PROBLEMS, LENGTH_SAMPLES, LENGTH_SEED]}
+    for candidate in () if retrain else dict.fromkeys([path, writable(path)]):
+        if candidate.is_file():
+            stored = read_json(candidate, MODULE)
+            if stored["keys"] == keys:
+                return stored["runs"]
+    runs = parallel_map(_aggregation_job, aggregation_jobs(), workers, desc="aggregation runs")
+    write_json(writable(path), {"keys": keys, "runs": runs}, indent=0)
+    return read_json(writable(path), MODULE)["runs"]
+
+
+def store(workers: int = 2) -> list:
+    """Every stored run of chapter 12, again, into ``data/runs/12_practice/``."""
+    os.environ[STORE_ENV] = "1"
+    _, starts, start, low = addition_starts()
+    for name, jobs in grids(start, low).items():
+        stored_grid(name, jobs, starts, retrain=True)
+    aggregation_runs(retrain=True, workers=workers)
+    return sorted(RUNS_DIR.glob("*.json"))
+
+
+def main(argv=None) -> None:
+    command_line(MODULE, __doc__, store, argv, workers=2)
+
+
+if __name__ == "__main__":
+    main()

@@ -20,7 +20,7 @@ help:
 	@echo "make lab      open the chapters in JupyterLab"
 	@echo "make execute  re-run every chapter in place (after a change)"
 	@echo "make bench    time the experiments (bench/)"
-	@echo "make full     re-run chapters 6-8, 10 and 11's stored long runs into data/runs/ (CPU-hours)"
+	@echo "make full     re-run chapters 6-8, 10, 11 and 12's stored long runs into data/runs/ (CPU-hours)"
 
 $(STAMP): requirements.txt pyproject.toml
 	@python3 -c 'import sys; sys.exit(sys.version_info < (3, 10))' || \
@@ -99,6 +99,7 @@ full: $(STAMP)
 	$(BIN)/python -m grpo.experiments.ch06_lander.main_runs --workers 2
 	$(BIN)/python -m grpo.experiments.ch06_lander.credit_study --all --workers 2
 	$(BIN)/python -m grpo.experiments.ch06_lander.gradient_noise --all --workers 2
+	$(BIN)/python -m grpo.experiments.ch12_practice.failure_runs --workers 2
 
 clean:
 	rm -rf _build

@@ -14,6 +14,7 @@ import torch
 from grpo.lm import addition as A
 from grpo.lm.rl import train_grpo
 from grpo.lm.train import sft
+from benchfile import write_bench
 
 OUT = Path(__file__).resolve().parents[1] / "data" / "bench" / "09_addition.json"
 REPEATS = 3
@@ -46,8 +47,7 @@ def main():
            "sft_step_cpu_s": round(step, 5), "repeats": REPEATS, "load_average_before": load,
            "load_average_after": round(os.getloadavg()[0], 2),
            "measured": time.strftime("%Y-%m-%d")}
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps(out, indent=2, sort_keys=True) + "\n")
+    write_bench(OUT, out)
     print(json.dumps(out, indent=2, sort_keys=True))
 
 

@@ -12,6 +12,7 @@ rewritten. Times depend on the machine and on what else it is doing: the file re
 from __future__ import annotations
 
 import datetime
+import hashlib
 import json
 import os
 import platform
@@ -19,6 +20,9 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+from benchfile import write_bench
+from grpo.book.machine import fingerprint
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "data" / "bench" / "chapter_times.json"
@@ -85,12 +89,17 @@ def main(argv: list[str]) -> None:
                                [*ROOT.glob("book/*.ipynb"), *ROOT.glob("chapters/[0-9][0-9]_*.ipynb")])
     old = json.loads(OUT.read_text()) if OUT.exists() else {"notebooks": {}}
     load_before = load_average()
+    # rows measured on different machines say so: each new row names this machine's fingerprint
+    machine = fingerprint()
+    machine_id = hashlib.sha1(json.dumps(machine, sort_keys=True).encode()).hexdigest()[:8]
+    fingerprints = {**old.get("fingerprints", {}), machine_id: machine}
     # each row keeps the time it was measured (rows from before rows had one: the file's time)
     times = {nb: {"measured": old.get("measured"), **t} for nb, t in old["notebooks"].items()}
     for nb in notebooks:
         proc = subprocess.run([sys.executable, __file__, "--one", nb], cwd=ROOT, check=True,
                               capture_output=True, text=True)
-        times[nb] = {"measured": now(), **json.loads(proc.stdout.strip().splitlines()[-1])}
+        times[nb] = {"measured": now(), "fingerprint_id": machine_id,
+                     **json.loads(proc.stdout.strip().splitlines()[-1])}
         print(f"{nb}: {times[nb]['seconds']:.1f} s ({times[nb]['cpu_seconds']:.1f} CPU-s), "
               f"kernel peak {times[nb]['peak_memory_mb']} MB", flush=True)
     record = {
@@ -101,9 +110,9 @@ def main(argv: list[str]) -> None:
         "load_average_1min_at_start": load_before,
         "load_average_1min_at_end": load_average(),
         "notebooks": dict(sorted(times.items())),
+        "fingerprints": dict(sorted(fingerprints.items())),
     }
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps(record, indent=2, allow_nan=False) + "\n")
+    write_bench(OUT, record, sort_keys=False)
     print(f"wrote {OUT.relative_to(ROOT)}")
     readers = [str(p.relative_to(ROOT)) for p in (ROOT / "book").glob("*.ipynb")
                if "chapter_times.json" in p.read_text()]

@@ -21,6 +21,7 @@ from grpo.lm.data import PROTOCOL
 from grpo.lm.model import GPT, GPTConfig, sample
 from grpo.lm.rl import RunConfig, train_grpo
 from grpo.lm.train import SFTConfig, load_sft, sft
+from benchfile import write_bench
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "data" / "bench" / "08_grpo_loop.json"
@@ -117,8 +118,7 @@ def main():
         "2x deeper and 2x wider": shape_split(GPTConfig(vocab_size=base.vocab_size, n_layer=8, n_head=8,
                                                         d_model=256, max_len=base.max_len)),
     }
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
+    write_bench(OUT, result)
     print(json.dumps(result, indent=2))
 
 

@@ -32,6 +32,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import torch  # noqa: E402
 
 from grpo.lm import data, hf  # noqa: E402
+from benchfile import write_bench  # noqa: E402
 
 PROMPTS, G, NEW_TOKENS, STEPS = 8, 8, 64, 3
 OUT = Path(__file__).resolve().parents[1] / "data" / "bench" / "08_grpo_math.json"
@@ -161,7 +162,7 @@ def time_trl(model_dir, rows, out_dir, bf16, cfg=OURS, steps_timed=STEPS, verifi
     return timer.steps[1:], trainer.state.log_history
 
 
-def write_bench(path, result, load_before):
+def write_trainer_bench(path, result, load_before):
     """``result`` with the versions, threads and load average, written to ``path`` and printed."""
     import transformers
     import trl
@@ -170,8 +171,7 @@ def write_bench(path, result, load_before):
                            "trl": trl.__version__},
               "threads": torch.get_num_threads(),
               "load_average_1min": [round(load_before, 1), round(os.getloadavg()[0], 1)]}  # before, after
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
+    write_bench(path, result)
     print(json.dumps(result, indent=2, sort_keys=True))
     print(f"wrote {path}")
 
@@ -233,7 +233,7 @@ def main():
         "steps_timed": {"ours": len(ours), "trl": len(trl_steps), "trl_bf16_autocast": len(trl_bf16),
                         "ours_small_gpt": len(small)},
     }
-    write_bench(OUT, result, load_before)
+    write_trainer_bench(OUT, result, load_before)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,6 @@ Each figure is env steps per second of wall time and of process CPU time (the CP
 fairer one when the machine is shared). Writes data/bench/06_lunar_lander.json.
 """
 import importlib.util
-import json
 import os
 import subprocess
 import sys
@@ -21,6 +20,7 @@ import numpy as np
 import torch
 
 from grpo import lander
+from benchfile import write_bench
 
 STEPS = int(os.environ.get("BENCH_LANDER_STEPS", 16 * 1024 * 12))     # ~197k env steps per trainer
 OUT = Path(__file__).resolve().parents[1] / "data" / "bench" / "06_lunar_lander.json"
@@ -98,8 +98,7 @@ def main():
     out["load_average_before"], out["load_average_after"] = load_start, round(os.getloadavg()[0], 2)
     out["note"] = ("ratios use CPU time; wall-time rates are inflated by other processes on a shared "
                    "machine")
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps(out, indent=2, sort_keys=True) + "\n")
+    write_bench(OUT, out)
     print(f"ours/SB3 (CPU time): PPO {out['ours_ppo_over_sb3']}x, GRPO {out['ours_grpo_over_sb3']}x; "
           f"rollout = {out['rollout_over_raw_env']:.0%} of the raw env; wrote {OUT}")
 

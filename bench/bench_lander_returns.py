@@ -15,7 +15,6 @@ Writes data/bench/06_lander_returns.json. ~10 min on 2 idle cores at 1M steps (S
     python bench/bench_lander_returns.py            # BENCH_LANDER_SEEDS=3 BENCH_LANDER_RETURN_STEPS=1000000
 """
 import copy
-import json
 import os
 import time
 from pathlib import Path
@@ -27,6 +26,7 @@ from torch import nn
 from bench_lander import ensure_sb3, sb3_ppo_model
 from grpo import lander
 from grpo.pool import parallel_map
+from benchfile import write_bench
 
 SEEDS = list(range(int(os.environ.get("BENCH_LANDER_SEEDS", 3))))
 STEPS = int(os.environ.get("BENCH_LANDER_RETURN_STEPS", 1_000_000))   # chapter 6's PPO budget per run
@@ -132,8 +132,7 @@ def main():
         out[name] = entry
     for k in ("best_det", "final_det"):
         out[f"ours_minus_sb3_{k}_mean"] = round(out["ours_ppo"][f"{k}_mean"] - out["sb3_ppo"][f"{k}_mean"], 2)
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps(out, indent=2) + "\n")
+    write_bench(OUT, out, sort_keys=False)
     print(f"argmax return on the test seeds, mean over seeds (best checkpoint / final): "
           f"SB3 {out['sb3_ppo']['best_det_mean']} / {out['sb3_ppo']['final_det_mean']}, "
           f"ours {out['ours_ppo']['best_det_mean']} / {out['ours_ppo']['final_det_mean']}; wrote {OUT}")

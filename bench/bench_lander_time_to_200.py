@@ -12,7 +12,6 @@ Writes data/bench/06_time_to_200.json. About 12 CPU-minutes (6 min of wall time 
 
     python bench/bench_lander_time_to_200.py      # BENCH_TTS_SEEDS=3 BENCH_TTS_MAX_STEPS=1500000
 """
-import json
 import os
 import time
 from pathlib import Path
@@ -24,6 +23,7 @@ from bench_lander import ensure_sb3, sb3_ppo_model
 from bench_lander_returns import SB3Logits
 from grpo import lander
 from grpo.pool import parallel_map
+from benchfile import write_bench
 
 SEEDS = list(range(int(os.environ.get("BENCH_TTS_SEEDS", 3))))
 MAX_STEPS = int(os.environ.get("BENCH_TTS_MAX_STEPS", 1_500_000))
@@ -105,7 +105,7 @@ def main():
         out[f"{name.split('_')[0]}_cpu_s_to_200"] = round(float(np.mean(reached)), 1) if reached else None
     if out["ours_cpu_s_to_200"] and out["sb3_cpu_s_to_200"]:
         out["ratio_ours_to_sb3"] = round(out["ours_cpu_s_to_200"] / out["sb3_cpu_s_to_200"], 3)
-    OUT.write_text(json.dumps(out, indent=2) + "\n")
+    write_bench(OUT, out, sort_keys=False)
     print(f"CPU-s to {TARGET:.0f}: ours {out['ours_cpu_s_to_200']}, SB3 {out['sb3_cpu_s_to_200']}; "
           f"wrote {OUT}")
 

@@ -18,6 +18,7 @@ from torch import nn
 from grpo import lander
 from grpo.mlp import Adam, FlatMLP
 from grpo.surrogate import clipped_surrogate
+from benchfile import write_bench
 
 N, MB, STEPS, WARMUP, REPEATS = 16_384, 64, 2_048, 256, 3
 OUT = Path(__file__).resolve().parents[1] / "data" / "bench" / "06_lander_update.json"
@@ -84,7 +85,7 @@ def main():
            "numpy_us_per_step": round(fast, 1), "speedup": round(slow / fast, 2),
            "torch": torch.__version__, "numpy": np.__version__,
            "note": "CPU microseconds per PPO minibatch step (forward, loss, backward, clip, Adam), best of 3"}
-    OUT.write_text(json.dumps(out, indent=1) + "\n")
+    write_bench(OUT, out, indent=1, sort_keys=False)
     print(json.dumps(out, indent=1))
 
 

@@ -30,7 +30,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import torch  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_grpo_math import time_ours, time_trl, write_bench  # noqa: E402
+from bench_grpo_math import time_ours, time_trl, write_trainer_bench  # noqa: E402
 
 from grpo.experiments.ch11_pretrained import smollm2_runs as pretrained  # noqa: E402
 from grpo.lm.hf import encode_prompts, load_model, save_plain  # noqa: E402
@@ -113,7 +113,7 @@ def main():
                       "top_p 1, the same prompts, verifier and learning rate",
         "steps_timed": {"ours": len(ours), "trl": len(trl_steps)},
     }
-    write_bench(OUT, result, load_before)
+    write_trainer_bench(OUT, result, load_before)
 
 
 if __name__ == "__main__":

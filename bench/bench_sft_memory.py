@@ -2,10 +2,11 @@
 with one evaluation, in a fresh process. Memory does not grow with steps (the history is a list
 of floats), so this is the run's peak. Adds ``sft_run_peak_memory_mb`` to data/bench/07_small_lm.json,
 which chapter 7 states beside its RETRAIN switch."""
-import json
 import subprocess
 import sys
 from pathlib import Path
+
+from benchfile import write_bench
 
 OUT = Path(__file__).resolve().parent.parent / "data" / "bench" / "07_small_lm.json"
 
@@ -30,9 +31,7 @@ print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 def main():
     kb = int(subprocess.run([sys.executable, "-c", CHILD], check=True, capture_output=True,
                             text=True).stdout.split()[-1])
-    res = json.loads(OUT.read_text()) if OUT.exists() else {}
-    res["sft_run_peak_memory_mb"] = round(kb / 1024)
-    OUT.write_text(json.dumps(res, indent=2) + "\n")
+    write_bench(OUT, {"sft_run_peak_memory_mb": round(kb / 1024)}, merge=True, sort_keys=False)
     print(f"chapter 7's SFT run peaks at {kb / 1024:.0f} MB")
 
 

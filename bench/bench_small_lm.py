@@ -8,7 +8,6 @@ tokens; the same again for one group of 8 sequences. SFT throughput: solution-lo
 the chapter's batch size (32), in tokens/s
 (tokens fed to the model, padding included).
 """
-import json
 import os
 import platform
 import time
@@ -20,6 +19,7 @@ from grpo.lm.data import make_splits
 from grpo.lm.model import GPT, GPTConfig, sample
 from grpo.lm.tokenizer import Tokenizer
 from grpo.lm.train import SFTConfig, length_batches, encode_problem, sft
+from benchfile import write_bench
 
 torch.set_num_threads(1)
 B, PROMPT, NEW, REPS = 64, 28, 64, 3
@@ -94,8 +94,7 @@ def main():
                   "torch": torch.__version__, "transformers": transformers.__version__,
                   "cpu": platform.processor() or platform.machine(), "load_avg_1min": os.getloadavg()[0]},
     }
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps(res, indent=2) + "\n")
+    write_bench(OUT, res, merge=True, sort_keys=False)   # bench_sft_memory writes its key too
     for k, v in res.items():
         if k != "setup":
             print(f"  {k}: {v}")

@@ -9,6 +9,7 @@ import torch
 
 from grpo.lm import addition as A
 from grpo.experiments.ch09_addition import stored_grids as S
+from grpo.runstore import grids
 from grpo.lm.rl import RunConfig
 from grpo.lm.train import SFTConfig
 from grpo.book.results import mismatches
@@ -61,7 +62,7 @@ def test_the_first_call_runs_and_stores_a_later_one_reads(tmp_path, tiny, monkey
     def no_runs(*args, **kwargs):
         raise AssertionError("ran the jobs instead of reading them")
 
-    monkeypatch.setattr(S, "run_jobs", no_runs)
+    monkeypatch.setattr(grids, "run_jobs", no_runs)
     again = S.stored_jobs("grid", jobs, starts, tok, workers=1, folder=tmp_path)
     assert not mismatches(first, again, rtol=0, atol=0)
     changed = [jobs[0], replace(jobs[1], samples=2)]                   # another job: it must run
@@ -189,7 +190,7 @@ def test_endpoints_are_stored_then_read_and_a_changed_config_runs(tmp_path, tiny
     def no_runs(*args, **kwargs):
         raise AssertionError("ran the SFT runs instead of reading them")
 
-    monkeypatch.setattr(S, "sft_endpoints", no_runs)
+    monkeypatch.setattr(grids, "sft_endpoints", no_runs)
     assert S.stored_endpoints("lengths", cfgs, tok, workers=1, folder=tmp_path) == first
     with pytest.raises(AssertionError, match="ran the SFT"):
         S.stored_endpoints("lengths", cfgs[:1], tok, workers=1, folder=tmp_path)
@@ -227,8 +228,8 @@ def test_a_changed_grid_goes_to_scratch_never_over_a_stored_run(tmp_path, tiny, 
     monkeypatch.delenv(runstore.STORE_ENV)
     stored = (folder / "grid.json").read_bytes()
     calls = []
-    real = S.run_jobs
-    monkeypatch.setattr(S, "run_jobs", lambda *a, **k: calls.append(1) or real(*a, **k))
+    real = grids.run_jobs
+    monkeypatch.setattr(grids, "run_jobs", lambda *a, **k: calls.append(1) or real(*a, **k))
     edited = [jobs[0], replace(jobs[1], samples=2)]          # the reader's edit
     S.stored_jobs("grid", edited, starts, tok, workers=1, folder=folder)
     assert calls == [1] and (folder / "grid.json").read_bytes() == stored

@@ -15,4 +15,5 @@ the library imports an experiment (``tests/test_layout.py``).
     ch10_word_problems  long_runs (the lr sweep, its variants, expert iteration, practice, plateau)
     ch11_pretrained     smollm2_runs (GRPO and its controls on SmolLM2-135M), trl_launch (the same
                         recipe through TRL's GRPOTrainer, from trl_launch.yaml)
+    ch12_practice       failure_runs (the failures' addition grids and the loss-aggregation runs)
 """

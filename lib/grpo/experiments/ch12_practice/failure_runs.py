@@ -5,8 +5,9 @@ there in about 15 CPU-seconds a run) carries the grids that need many seeds; cha
 on word problems carries the one question whose answers must vary in length (loss aggregation).
 Seeds are fixed here, before running.
 
-    addition grids (``grids``, read and written by ``stored_grids.stored_jobs``, one file each in
-    ``data/runs/12_practice/``):
+    addition grids (``grids``, read and written by ``grpo.runstore.grids.stored_jobs``, one file
+    each in ``data/runs/12_practice/``), from chapter 9's stored SFT run (its weights at the starts,
+    read from ``data/runs/09_addition/sft/``):
         lr_ladder      the recipe at lr 1e-6 (TRL's default) up to 1e-2
         truncation     the recipe with a 4-token budget, which cuts every three-digit sum's answer
         dynamic        from early in the SFT run, where most groups are all wrong: plain against
@@ -30,7 +31,6 @@ import numpy as np
 import torch
 
 from grpo import checks
-from grpo.experiments.ch09_addition.stored_grids import stored_jobs, stored_sft_run
 from grpo.lm import addition as A
 from grpo.lm.data import PROTOCOL, encode_problem
 from grpo.lm.grpo import RATIO_LEVELS
@@ -40,9 +40,13 @@ from grpo.lm.verifier import reward
 from grpo.pool import parallel_map
 from grpo.runstore import (STORE_ENV, command_line, cpu_timed, read_json, run_dir, writable,
                            write_json)
+from grpo.runstore.grids import stored_jobs, stored_sft_run
 
 MODULE = "grpo.experiments.ch12_practice.failure_runs"
 RUNS_DIR = run_dir("12_practice")
+READER = f"python -m {MODULE}"
+CH9_SFT_DIR = run_dir("09_addition") / "sft"          # chapter 9's stored SFT run: the starts
+CH9_READER = "chapter 9: jupyter execute chapters/09_grpo_addition.ipynb"
 SEEDS = (0, 1, 2)
 
 # Addition: chapter 9's SFT run and its recipe. START is chapter 9's start (the first check at
@@ -78,7 +82,7 @@ def addition_starts(retrain: bool = False) -> tuple[dict, dict, int, int]:
     """Chapter 9's stored SFT run: ``(val_greedy, starts, START, LOW)``, validation greedy accuracy
     by SFT step, the weights at each level's first check, and the two starts used here."""
     history, starts = stored_sft_run("sft_run", SFT_RUN, LEVELS, A.addition_tokenizer(),
-                                     retrain=retrain)
+                                     folder=CH9_SFT_DIR, reader=CH9_READER, retrain=retrain)
     val_greedy = dict(zip(history["eval_step"], history["eval_greedy"]))
     start = next(step for step, g in val_greedy.items() if g >= 0.36)
     low = min(starts)
@@ -104,7 +108,7 @@ def grids(start: int, low: int) -> dict:
 
 def stored_grid(name: str, jobs, starts: dict, retrain: bool = False) -> list[dict]:
     """One grid's outputs (``addition.run_jobs``), from ``data/runs/12_practice/<name>.json``."""
-    return stored_jobs(name, jobs, starts, A.addition_tokenizer(), folder=RUNS_DIR,
+    return stored_jobs(name, jobs, starts, A.addition_tokenizer(), folder=RUNS_DIR, reader=READER,
                        retrain=retrain)
 
 

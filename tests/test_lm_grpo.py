@@ -100,7 +100,8 @@ OPTIONS = [dict(), dict(advantage="center"), dict(advantage="raw"), dict(clip=Fa
            dict(eps_high=0.28), dict(beta=0.0), dict(beta=0.1), dict(aggregation="token"),
            dict(aggregation="constant", max_tokens=6), dict(aggregation="constant", max_tokens=9),
            dict(kl_ratio=True, beta=0.1), dict(kl_ratio=True, aggregation="token"),
-           {**PRESETS["dr_grpo"], "max_tokens": 6}, PRESETS["dapo"], PRESETS["grpo"]]
+           {**PRESETS["dr_grpo"].loss_options(), "max_tokens": 6}, PRESETS["dapo"].loss_options(),
+           PRESETS["grpo"].loss_options()]
 
 
 @pytest.mark.parametrize("options", OPTIONS, ids=[str(o) for o in OPTIONS])
@@ -234,14 +235,15 @@ def test_aggregations_agree_when_lengths_agree_and_differ_when_they_do_not():
 
 
 def test_every_preset_is_a_complete_set_of_loss_options():
-    """A preset is exactly the loss options grpo_loss takes (so it can be splatted into a call, a
-    RunConfig or an HFConfig), and each one runs."""
+    """A preset's loss_options() are exactly the options grpo_loss takes (so they can be splatted
+    into a call, a RunConfig or an HFConfig), and each one runs."""
     logp, logp_old, logp_ref, mask, rewards = random_batch()
-    for name, options in PRESETS.items():
-        assert isinstance(options, LossOptions), name
+    for name, preset in PRESETS.items():
+        assert isinstance(preset, LossOptions), name
+        options = preset.loss_options()
         assert set(options) == {"advantage", "clip", "eps_low", "eps_high", "beta", "kl_ratio",
                                 "aggregation"}, name
-        budget = {"max_tokens": logp.shape[1]} if options.aggregation == "constant" else {}
+        budget = {"max_tokens": logp.shape[1]} if preset.aggregation == "constant" else {}
         loss, _ = grpo_loss(logp, logp_old, logp_ref, mask, rewards, **options, **budget)
         assert torch.isfinite(loss), name
 

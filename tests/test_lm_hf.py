@@ -16,6 +16,9 @@ from grpo.lm import data, hf  # noqa: E402
 torch.set_num_threads(1)
 
 
+
+OPT = {name: preset.loss_options() for name, preset in hf.PRESETS.items()}
+
 def digits(completion, answer):
     """A stand-in reward with contrast inside a group even for a random model."""
     return float(sum(ch.isdigit() for ch in completion))
@@ -48,7 +51,7 @@ def test_one_offline_step_gives_a_finite_loss_and_changes_the_weights(tiny):
 
 
 def test_reuse_steps_clip_and_presets_run(tiny):
-    for changes in (dict(reuse=3, lr=1e-2), dict(**hf.PRESETS["dapo"]), dict(**hf.PRESETS["dr_grpo"])):
+    for changes in (dict(reuse=3, lr=1e-2), OPT["dapo"], OPT["dr_grpo"]):
         _, history = hf.run(small_config(tiny, **changes), verifier=digits, log=lambda s: None)
         assert math.isfinite(history[0]["loss"])
     _, history = hf.run(small_config(tiny, reuse=4, lr=0.05), verifier=digits, log=lambda s: None)
@@ -150,7 +153,7 @@ def test_command_line_no_flags_gives_the_config_defaults():
 def test_explicit_flags_win_over_the_preset():
     dapo = hf.parse_args(["--preset", "dapo", "--beta", "0.01"])
     assert dapo.beta == 0.01                                  # the flag, not the preset's 0.0
-    assert dapo == hf.HFConfig(**{**hf.PRESETS["dapo"], "beta": 0.01})   # the rest is the preset's
+    assert dapo == hf.HFConfig(**{**OPT["dapo"], "beta": 0.01})   # the rest is the preset's
     # the order on the command line does not matter, and a flag equal to the default still counts
     assert hf.parse_args(["--beta", "0.01", "--preset", "dapo"]) == dapo
     assert hf.parse_args(["--preset", "dapo", "--eps_high", "0.2"]).eps_high == 0.2

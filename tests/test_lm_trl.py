@@ -89,11 +89,12 @@ def batch(seed, B=4, G=4, T=8, dtype=torch.float64):
 
 # (TRL loss_type, our options): DeepSeekMath's sequence mean, Dr. GRPO's constant, DAPO's tokens
 # Dr. GRPO's constant is the generation budget: here the batch's width T = 8 (TRL: max_completion_length)
-DR_GRPO = {**PRESETS["dr_grpo"], "max_tokens": 8}
-CASES = [("grpo", dict(PRESETS["grpo"])), ("dr_grpo", DR_GRPO), ("dapo", dict(PRESETS["dapo"])),
-         ("dr_grpo", {**DR_GRPO, "beta": 0.04}), ("dapo", {**PRESETS["dapo"], "beta": 0.04}),
-         ("grpo", {**PRESETS["grpo"], "eps_high": 0.28, "advantage": "center"}),
-         ("dr_grpo", {**PRESETS["dr_grpo"], "max_tokens": 11})]
+OPT = {name: preset.loss_options() for name, preset in PRESETS.items()}
+DR_GRPO = {**OPT["dr_grpo"], "max_tokens": 8}
+CASES = [("grpo", OPT["grpo"]), ("dr_grpo", DR_GRPO), ("dapo", OPT["dapo"]),
+         ("dr_grpo", {**DR_GRPO, "beta": 0.04}), ("dapo", {**OPT["dapo"], "beta": 0.04}),
+         ("grpo", {**OPT["grpo"], "eps_high": 0.28, "advantage": "center"}),
+         ("dr_grpo", {**OPT["dr_grpo"], "max_tokens": 11})]
 PARITY_TOL = 1e-14
 
 
@@ -121,7 +122,7 @@ def test_loss_and_gradient_equal_trls(trainer, loss_type, options, seed):
 def test_parity_would_catch_a_wrong_setting(trainer):
     """The same comparison fails when one TRL knob differs: clip-higher's eps_high, or the beta."""
     logp, logp_old, logp_ref, mask, rewards = batch(0)
-    ours, _ = grpo_loss(logp, logp_old, logp_ref, mask, rewards, **{**PRESETS["dapo"], "beta": 0.04})
+    ours, _ = grpo_loss(logp, logp_old, logp_ref, mask, rewards, **{**OPT["dapo"], "beta": 0.04})
     advantages = group_advantages(rewards).flatten()
     symmetric = trl_loss(trainer, logp, logp_old, logp_ref, mask, advantages, "dapo", 0.2, 0.2, 0.04)
     no_kl = trl_loss(trainer, logp, logp_old, logp_ref, mask, advantages, "dapo", 0.2, 0.28, 0.0)
@@ -173,8 +174,8 @@ def test_kl_ratio_equals_trls_default_bias_corrected_kl(trainer, loss_type, opti
 
 # GSPO: one ratio per completion (TRL's importance_sampling_level="sequence"), with the loss types
 # and KL weightings TRL allows beside it; "grpo" is the GSPO paper's setup.
-GSPO_CASES = [("grpo", dict(PRESETS["grpo"]), False), ("grpo", {**PRESETS["grpo"], "beta": 0.0}, False),
-              ("grpo", dict(PRESETS["grpo"]), True), ("dapo", {**PRESETS["dapo"], "beta": 0.04}, False),
+GSPO_CASES = [("grpo", OPT["grpo"], False), ("grpo", {**OPT["grpo"], "beta": 0.0}, False),
+              ("grpo", OPT["grpo"], True), ("dapo", {**OPT["dapo"], "beta": 0.04}, False),
               ("dr_grpo", {**DR_GRPO, "beta": 0.04}, True)]
 
 

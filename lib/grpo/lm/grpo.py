@@ -56,8 +56,9 @@ RATIO_LEVELS = ("token", "sequence")
 @dataclass(frozen=True)
 class LossOptions:
     """``grpo_loss``'s options in one frozen place: ``PRESETS`` are instances, and ``RunConfig``
-    (our GPT) and ``HFConfig`` (Hugging Face models) extend it. It unpacks like a dict of exactly
-    these fields, so ``grpo_loss(..., **cfg)`` passes a config's loss options and nothing else."""
+    (our GPT) and ``HFConfig`` (Hugging Face models) extend it. ``loss_options()`` gives exactly
+    these fields as a dict, so ``grpo_loss(..., **cfg.loss_options())`` passes a config's loss
+    options and nothing else."""
     # "zscore" | "center" (no std) | "rloo" (leave-one-out) | "raw"
     advantage: str = "zscore"
     clip: bool = True
@@ -79,23 +80,9 @@ class LossOptions:
         checks.boolean(f"{name}.kl_ratio", self.kl_ratio)
         checks.choice(f"{name}.aggregation", self.aggregation, AGGREGATIONS)
 
-    def keys(self):
-        return [f.name for f in fields(LossOptions)]
-
-    def __getitem__(self, name):
-        if name not in self.keys():
-            raise KeyError(name)
-        return getattr(self, name)
-
-    def __iter__(self):
-        return iter(self.keys())
-
-    def values(self):
-        return [getattr(self, k) for k in self.keys()]
-
     def loss_options(self) -> dict:
         """These fields as a dict: ``grpo_loss(..., **cfg.loss_options())``."""
-        return {k: getattr(self, k) for k in self.keys()}
+        return {f.name: getattr(self, f.name) for f in fields(LossOptions)}
 
 
 PRESETS = {

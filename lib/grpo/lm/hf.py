@@ -292,7 +292,7 @@ def grpo_step(policy, ref, tokenizer, optimizer, questions, answers, cfg: HFConf
     policy.train()
     stats = grpo_update(lambda rows: logprobs(policy, rows), optimizer, mask, rewards,
                         logp_ref=logp_ref, reuse=cfg.reuse, chunk_groups=cfg.chunk_groups,
-                        max_tokens=cfg.max_new_tokens, **cfg)
+                        max_tokens=cfg.max_new_tokens, **cfg.loss_options())
     t3 = time.perf_counter()
     return {**stats, "sample_s": t1 - t0, "ref_s": t2 - t1, "update_s": t3 - t2,
             "sampled_tokens": int(mask.sum())}
@@ -517,7 +517,7 @@ def parse_args(argv=None) -> HFConfig:
                              "grpo.lm.grpo.dynamic_sampling)")
     given = vars(parser.parse_args(argv))
     preset = given.pop("preset", None)
-    return HFConfig(**{**(PRESETS[preset] if preset else {}), **given})
+    return HFConfig(**{**(PRESETS[preset].loss_options() if preset else {}), **given})
 
 
 def main(argv=None):

@@ -39,7 +39,8 @@ REWARDS = ("verifier", "strict", "short", "random")
 @dataclass(frozen=True)
 class RunConfig(LossOptions):
     """The loop's settings; the loss's own (advantage, clip, eps_low, eps_high, beta, kl_ratio,
-    aggregation) come from ``grpo.lm.grpo.LossOptions``, so ``**cfg`` passes exactly those."""
+    aggregation) come from ``grpo.lm.grpo.LossOptions``, and ``cfg.loss_options()`` passes
+    exactly those."""
     iterations: int = 60
     prompts: int = 32                  # B: prompts per iteration
     G: int = 8                         # completions per prompt

@@ -46,8 +46,8 @@ ABLATIONS = {
     "G 4": dict(G=4, prompts=96),
     "G 16": dict(G=16, prompts=24),
     "no KL": dict(beta=0.0),
-    "Dr. GRPO preset": dict(PRESETS["dr_grpo"]),
-    "DAPO preset": dict(PRESETS["dapo"], dynamic_sampling=True),
+    "Dr. GRPO preset": PRESETS["dr_grpo"].loss_options(),
+    "DAPO preset": dict(PRESETS["dapo"].loss_options(), dynamic_sampling=True),
 }
 STRESS, SEEDS5, FRESH, MAP_SEEDS = 3, range(5), range(5, 10), (0, 1, 2)
 

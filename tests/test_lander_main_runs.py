@@ -58,3 +58,16 @@ def test_the_stored_final_weights_fly_the_stored_returns(stored):
     n = 3
     test = lander.Evaluator(range(lander.TEST_SEED0, lander.TEST_SEED0 + n), rng_seed=run["seed"])
     assert test.play(actor, True).returns.tolist() == run["final_det"][:n]
+
+
+def test_the_published_scale_command_writes_its_runs(tmp_path):
+    """``python -m grpo.experiments.ch06_lander.published_scale`` (chapter 6 prints it) runs and
+    writes one JSON record per seed."""
+    import json
+
+    from grpo.experiments.ch06_lander import published_scale
+    out = tmp_path / "ppo.json"
+    published_scale.main(["--algo", "ppo", "--seeds", "1", "--steps", "4096", "--eval-every",
+                          "4096", "--out", str(out)])
+    runs = json.loads(out.read_text())
+    assert len(runs) == 1 and runs[0]["test_det"] and "actor_state" not in runs[0]

@@ -8,7 +8,8 @@ the library imports an experiment (``tests/test_layout.py``).
 
     ch06_lander         main_runs (the fifteen PPO/GRPO/A2C/... runs), credit_study (the
                         credit-assignment ladder and ablations), gradient_noise (K batches at
-                        frozen checkpoints)
+                        frozen checkpoints),
+                        published_scale (the published 5 x 2M env steps, not stored)
     ch07_small_lm       sft_run (the worked-solution model), answer_only (its control)
     ch08_grpo_math      main_runs (GRPO two seeds, the continued-SFT control, the start)
     ch09_addition       stored_grids (the grids of short jobs, the SFT run and its endpoints)

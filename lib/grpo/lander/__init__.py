@@ -15,7 +15,6 @@ Modules (everything is re-exported here, so ``from grpo import lander; lander.tr
                 ``run_all``
     report      ``summarize``: one algorithm's per-seed runs as a registry entry
     (chapter 6's stored runs and studies are in ``grpo.experiments.ch06_lander``)
-    __main__    ``python -m grpo.lander --help``: the full published scale with a progress bar
 """
 # ruff: noqa: F401  (re-exported: chapter 6, the tests and the benches use ``lander.<name>``)
 from .env import (ENV_ID, MAIN_ENGINE, N_ACTIONS, NO_ENGINE, OBS_DIM, SLEEP_STEPS, SOLVED,

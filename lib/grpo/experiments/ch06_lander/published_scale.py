@@ -1,17 +1,23 @@
-"""``python -m grpo.lander``: the full published scale (5 seeds x 2M steps) with a progress bar."""
+"""Chapter 6's algorithms at the published scale (5 seeds x 2M env steps), with a progress bar and
+each seed's results written to ``--out``; not stored in data/runs/:
+
+    python -m grpo.experiments.ch06_lander.published_scale --algo ppo --out ppo.json
+"""
 from __future__ import annotations
 
 import argparse
-import json
 import time
 
 import numpy as np
 
-from .trainers import ALGOS, RunSpec, train
+from grpo.files import json_ready
+from grpo.lander.trainers import ALGOS, RunSpec, train
+from grpo.runstore import write_json
 
 def main(argv=None) -> None:
     from tqdm.auto import tqdm
-    p = argparse.ArgumentParser(prog="python -m grpo.lander", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="python -m grpo.experiments.ch06_lander.published_scale",
+                                description=__doc__.split("\n\n")[0])
     p.add_argument("--algo", choices=ALGOS, required=True)
     p.add_argument("--seeds", type=int, default=5, help="seeds 0 .. N-1")
     p.add_argument("--steps", type=int, default=2_000_000, help="env steps per seed")
@@ -28,8 +34,7 @@ def main(argv=None) -> None:
               f"sampled {np.mean(r['test_sampled']):.1f} ({time.time() - t0:.0f} s)")
         runs.append(r)
     if a.out:
-        with open(a.out, "w") as f:
-            json.dump(runs, f)
+        write_json(a.out, json_ready(runs))
 
 
 if __name__ == "__main__":

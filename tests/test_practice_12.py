@@ -11,6 +11,7 @@ import torch
 from grpo.experiments.ch12_practice import failure_runs as F
 from grpo.lm import addition as A
 from grpo.lm.grpo import grpo_loss
+from grpo.lm.rl import train_grpo
 
 
 @pytest.fixture(scope="module")
@@ -34,8 +35,11 @@ def test_a_stored_job_replays_its_first_iterations(starts, name, index):
     _, states, start, low = starts
     job = F.grids(start, low)[name][index]
     stored = F.stored_grid(name, F.grids(start, low)[name], states)[index]["log"]
-    short = replace(job, cfg=replace(job.cfg, iterations=2))
-    log = A.run_jobs([short], states, A.addition_tokenizer(), workers=1)[0]["log"]
+    tok = A.addition_tokenizer()
+    train, val, _ = A.make_addition_splits()
+    model = A.addition_model(tok)
+    model.load_state_dict(states[job.start])
+    log = train_grpo(model, tok, train, val, replace(job.cfg, iterations=2))["log"]   # in-process
     for key in ("reward_mean", "clip_fraction", "degenerate_fraction", "kl_mean"):
         np.testing.assert_allclose(log[key], stored[key][:2], rtol=1e-9, atol=1e-12, err_msg=key)
 

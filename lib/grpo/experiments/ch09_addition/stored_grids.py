@@ -24,8 +24,7 @@ from __future__ import annotations
 
 from functools import partial
 
-from grpo.runstore import grids
-from grpo.runstore import run_dir
+from grpo.runstore import grids, run_dir
 from grpo.runstore.grids import (config_from_spec, from_json, job_from_spec,  # noqa: F401
                                  job_spec, to_json)
 

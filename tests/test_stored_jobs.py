@@ -83,8 +83,9 @@ def test_bad_input_is_a_clear_error(tmp_path, tiny, name, jobs, match):
 SFT_SEEDS = (1, 2, 3)  # chapter 9's further SFT runs, each giving a snapshot and an annealed start
 
 
-def test_chapter_9_stores_its_five_grids_and_its_annealed_lengths():
-    assert [p.stem for p in STORED] == ["ablations", "replication", "start_map", "starts_2x2",
+def test_chapter_9_stores_its_nine_grids_and_its_annealed_lengths():
+    assert [p.stem for p in STORED] == ["ablations", "lr_sweep", "lr_sweep_more_seeds", "pass_at_k",
+                                        "replication", "sft_control", "start_map", "starts_2x2",
                                         "starts_by_sft_seed"]
     assert [p.stem for p in ENDPOINTS] == ["annealed_lengths"]
     runs = ["annealed_pick", "sft_run"] + [f"{r}_seed{s}" for r in ("annealed_pick", "sft_run")
@@ -104,12 +105,22 @@ def test_every_stored_job_is_complete_and_rebuilds_from_its_spec(path):
         assert out["greedy"].shape == (A.N_TEST,) and out["sampled"].shape == (A.N_TEST, job.samples)
 
 
+# Files whose trained runs are another file's runs scored another way: they replay only the start's
+# scoring, and test_the_pass_at_k_runs_are_the_main_runs ties their runs to the main runs.
+START_ONLY = {"pass_at_k"}
+
+
 def _replayed_jobs():
-    """Per stored file, its first GRPO job and its first SFT job (if any) from the earliest start."""
+    """Per stored file, its first GRPO job and its first SFT job (if any) from the earliest start;
+    for a file in ``START_ONLY``, its first job (the start, scored)."""
     picks = []
     for path in STORED:
         stored = json.loads(path.read_text())
         jobs = [S.job_from_spec(s) for s in stored["specs"]]
+        if path.stem in START_ONLY:
+            assert jobs[0].cfg is None, path.stem
+            picks.append((path.stem, 0, jobs[0], stored["outputs"][0]))
+            continue
         steps = [j.start for j in jobs if isinstance(j.start, int)]          # a step of train_sft's run
         first = min(steps) if steps else jobs[0].start                     # or a named start
         for kind in (RunConfig, SFTConfig):
@@ -140,6 +151,23 @@ def test_one_job_of_each_stored_file_reproduces(replays):
     assert {label.split("[")[0] for label, _, _ in replays} == {p.stem for p in STORED}
     for label, stored, now in replays:
         assert not mismatches(stored, now), f"{label}: " + "; ".join(mismatches(stored, now))
+
+
+def _outputs(name):
+    stored = json.loads((S.RUNS_DIR / f"{name}.json").read_text())
+    return [S.job_from_spec(s) for s in stored["specs"]], [S.from_json(o) for o in stored["outputs"]]
+
+
+def test_the_pass_at_k_runs_are_the_main_runs():
+    """pass@k re-trains the main run's five seeds and samples each test sum 256 times: the same
+    training, so the same greedy outcomes as the main runs stored in the sweep and its extra seeds."""
+    jobs, outs = _outputs("pass_at_k")
+    main = [pair for name in ("lr_sweep", "lr_sweep_more_seeds") for pair in zip(*_outputs(name))]
+    assert len(jobs) == 6 and jobs[0].cfg is None
+    for job, out in zip(jobs[1:], outs[1:]):
+        twin = next(o for j, o in main if j.start == job.start and j.cfg == job.cfg)
+        assert np.array_equal(out["greedy"], twin["greedy"]), job
+        assert out["many_sampled"].shape == (A.MANY_PROBLEMS, 256)
 
 
 # ----------------------------------------------------------------------------- the stored SFT run

@@ -42,7 +42,7 @@ def small_config(root, **changes):
 
 def test_one_offline_step_gives_a_finite_loss_and_changes_the_weights(tiny):
     from transformers import AutoModelForCausalLM
-    policy, history = hf.run(small_config(tiny), verifier=digits, log=lambda s: None)
+    policy, history = hf.train_gsm8k(small_config(tiny), verifier=digits, log=lambda s: None)
     start = AutoModelForCausalLM.from_pretrained(tiny / "model")
     assert len(history) == 1 and math.isfinite(history[0]["loss"])
     assert history[0]["degenerate_fraction"] < 1.0 and history[0]["kl_mean"] == 0.0   # ref = start
@@ -52,15 +52,16 @@ def test_one_offline_step_gives_a_finite_loss_and_changes_the_weights(tiny):
 
 def test_reuse_steps_clip_and_presets_run(tiny):
     for changes in (dict(reuse=3, lr=1e-2), OPT["dapo"], OPT["dr_grpo"]):
-        _, history = hf.run(small_config(tiny, **changes), verifier=digits, log=lambda s: None)
+        _, history = hf.train_gsm8k(small_config(tiny, **changes), verifier=digits, log=lambda s: None)
         assert math.isfinite(history[0]["loss"])
-    _, history = hf.run(small_config(tiny, reuse=4, lr=0.05), verifier=digits, log=lambda s: None)
+    _, history = hf.train_gsm8k(small_config(tiny, reuse=4, lr=0.05), verifier=digits, log=lambda s: None)
     assert history[0]["clip_fraction"] > 0                 # the 2nd-4th passes leave pi_old behind
 
 
 def test_chunks_of_groups_take_the_same_step(tiny):
     """chunk_groups only trades memory for passes: one group at a time gives the same update."""
-    runs = [hf.run(small_config(tiny, chunk_groups=k), verifier=digits, log=lambda s: None) for k in (1, 2)]
+    runs = [hf.train_gsm8k(small_config(tiny, chunk_groups=k), verifier=digits, log=lambda s: None)
+            for k in (1, 2)]
     (p1, h1), (p2, h2) = runs
     assert h1[0]["loss"] == pytest.approx(h2[0]["loss"], abs=1e-6)
     assert h1[0]["kl_mean"] == h2[0]["kl_mean"] and h1[0]["reward_mean"] == h2[0]["reward_mean"]
@@ -84,10 +85,10 @@ def test_logprobs_are_those_generate_sampled_from(tiny):
     tokenizer = AutoTokenizer.from_pretrained(tiny / "model")
     questions = ["What is 2 + 3?", "Ava has 12 apples and gives 5 away. How many are left?"]
     torch.manual_seed(0)
-    ids, attn, mask, n_prompt, texts = hf.sample_groups(model, tokenizer, questions, 3, 0.7, 10)
-    logp, entropy = hf.completion_logprobs(model, ids, attn, n_prompt, 0.7)
+    ids, attn, mask, n_prompt, texts = hf.generate_groups(model, tokenizer, questions, 3, 0.7, 10)
+    logp, entropy = hf.hf_completion_logprobs(model, ids, attn, n_prompt, 0.7)
     torch.manual_seed(0)
-    enc = tokenizer([hf.prompt_text(tokenizer, q) for q in questions], return_tensors="pt", padding=True)
+    enc = tokenizer([hf.chat_prompt_text(tokenizer, q) for q in questions], return_tensors="pt", padding=True)
     cfg = GenerationConfig(do_sample=True, temperature=0.7, top_k=0, top_p=1.0, max_new_tokens=10,
                            num_return_sequences=3, pad_token_id=0, eos_token_id=1)
     out = model.generate(**enc, generation_config=cfg, output_logits=True, return_dict_in_generate=True)
@@ -107,7 +108,7 @@ def test_completion_mask_stops_after_the_first_eos():
             return torch.cat([input_ids.repeat_interleave(3, 0), completions], 1)
 
     _, tokenizer = hf.tiny_causal_lm()
-    ids, attn, mask, n_prompt, texts = hf.sample_groups(Fixed(), tokenizer, ["q"], 3, 1.0, 4)
+    ids, attn, mask, n_prompt, texts = hf.generate_groups(Fixed(), tokenizer, ["q"], 3, 1.0, 4)
     assert mask.tolist() == [[1, 1, 1, 0], [1, 1, 0, 0], [1, 1, 1, 1]]
     assert attn[:, n_prompt:].tolist() == mask.long().tolist()
 
@@ -143,7 +144,7 @@ def test_bad_config(tiny):
                              (dict(beta=-0.04), "beta .* got -0.04"),
                              (dict(aggregation="mean"), "aggregation")):
         with pytest.raises(ValueError, match=message):
-            hf.run(small_config(tiny, **changes), verifier=digits)
+            hf.train_gsm8k(small_config(tiny, **changes), verifier=digits)
 
 
 def test_command_line_no_flags_gives_the_config_defaults():
@@ -221,7 +222,7 @@ def test_sampler_logprobs_are_a_forward_pass_at_the_temperature_and_rows_stop_at
         shared, _ = hf.group_logprobs(biased, prompt_ids, prompt_mask, tokens, T)
         ids = torch.cat([prompt_ids.repeat_interleave(G, 0), tokens], 1)
         attn = torch.cat([prompt_mask.repeat_interleave(G, 0), mask.long()], 1)
-        full, _ = hf.completion_logprobs(biased, ids, attn, prompt_ids.shape[1], T)
+        full, _ = hf.hf_completion_logprobs(biased, ids, attn, prompt_ids.shape[1], T)
     assert (logp - full).abs()[mask].max() < 1e-5 and (shared - full).abs()[mask].max() < 1e-5
     again = hf.sample_completions(biased, prompt_ids, prompt_mask, G, T, new, eos, pad,
                                   torch.Generator().manual_seed(0))
@@ -238,7 +239,7 @@ def test_shared_prompt_logprobs_have_the_full_forward_gradient(tiny):
     attn = torch.cat([prompt_mask.repeat_interleave(G, 0), mask.long()], 1)
     grads = []
     for read in (lambda: hf.group_logprobs(model, prompt_ids, prompt_mask, tokens, 0.8),
-                 lambda: hf.completion_logprobs(model, ids, attn, prompt_ids.shape[1], 0.8)):
+                 lambda: hf.hf_completion_logprobs(model, ids, attn, prompt_ids.shape[1], 0.8)):
         model.zero_grad()
         logp, entropy = read()
         ((logp + 0.1 * entropy) * mask).sum().backward()
@@ -264,7 +265,7 @@ def test_sampler_refuses_right_padded_prompts_and_boolean_temperatures(tiny):
     model, tokenizer, prompt_ids, prompt_mask = fast_path_inputs(tiny)
     assert (prompt_mask == 0).any()                           # the fixture's prompts are padded
     tokenizer.padding_side = "right"
-    texts = [hf.prompt_text(tokenizer, q) for q in ["What is 2 + 3?", "Ava has 12 apples. How many?"]]
+    texts = [hf.chat_prompt_text(tokenizer, q) for q in ["What is 2 + 3?", "Ava has 12 apples. How many?"]]
     enc = tokenizer(texts, return_tensors="pt", padding=True)
     tokenizer.padding_side = "left"
     for ids, mask in ((enc.input_ids, enc.attention_mask), (prompt_ids, prompt_mask.flip(1))):
@@ -313,5 +314,5 @@ def test_a_batch_reward_replaces_the_verifier_and_sees_which_completions_ended(t
 def test_the_prompt_can_be_the_question_alone(tiny):
     from transformers import AutoTokenizer
     tokenizer = AutoTokenizer.from_pretrained(tiny / "model")
-    assert hf.INSTRUCTION in hf.prompt_text(tokenizer, "1 + 1?")
-    assert hf.prompt_text(tokenizer, "1 + 1?", "") == "Question: 1 + 1?\nAnswer:"
+    assert hf.INSTRUCTION in hf.chat_prompt_text(tokenizer, "1 + 1?")
+    assert hf.chat_prompt_text(tokenizer, "1 + 1?", "") == "Question: 1 + 1?\nAnswer:"

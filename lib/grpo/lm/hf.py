@@ -25,8 +25,9 @@ The G completions of a prompt share it, so each pass reads each prompt once, not
 prompt once, copies its cache to the G rows, drops rows as they end, and returns the sampling
 log-probs; ``group_logprobs`` reads the completions the same way for the reference and the policy
 (gradients flow through the copied cache). Their log-probs are those of one forward pass over the
-full sequences (``completion_logprobs``, kept as the check with ``sample_groups``, which samples
-with ``generate``), at a fraction of the cost when prompts are long (bench/bench_grpo_math.py).
+full sequences (``hf_completion_logprobs``, kept as the check with ``generate_groups``, which
+samples with ``generate``), at a fraction of the cost when prompts are long
+(bench/bench_grpo_math.py).
 
 ``trl_reward`` wraps the verifier as a reward function for TRL's ``GRPOTrainer``, the tool for
 runs that outgrow one machine. ``tiny_causal_lm`` builds a tiny random model and a character
@@ -104,13 +105,13 @@ def trl_dataset(rows, tokenizer, instruction: str = INSTRUCTION):
     """GSM8K rows as TRL's dataset: our prompt text in ``prompt``, the solution in ``answer``."""
     import datasets
     return datasets.Dataset.from_list(
-        [{"prompt": prompt_text(tokenizer, r["question"], instruction),
+        [{"prompt": chat_prompt_text(tokenizer, r["question"], instruction),
           "answer": r["answer"]} for r in rows])
 
 
 # ----------------------------------------------------------------------------- one GRPO step
 
-def prompt_text(tokenizer, question: str, instruction: str = INSTRUCTION) -> str:
+def chat_prompt_text(tokenizer, question: str, instruction: str = INSTRUCTION) -> str:
     """The question with the answer-format instruction (none when ``instruction`` is ""), in the
     model's chat template if it has one."""
     content = f"{question}\n{instruction}" if instruction else question
@@ -123,7 +124,7 @@ def prompt_text(tokenizer, question: str, instruction: str = INSTRUCTION) -> str
 def encode_prompts(tokenizer, questions, device="cpu", instruction: str = INSTRUCTION):
     """Each question's prompt once, left-padded: ``(prompt_ids, prompt_mask)``, both (B, P)."""
     tokenizer.padding_side = "left"
-    enc = tokenizer([prompt_text(tokenizer, q, instruction) for q in questions],
+    enc = tokenizer([chat_prompt_text(tokenizer, q, instruction) for q in questions],
                     return_tensors="pt", padding=True)
     return enc.input_ids.to(device), enc.attention_mask.to(device)
 
@@ -208,7 +209,7 @@ def group_logprobs(model, prompt_ids, prompt_mask, tokens, temperature: float,
 
     All but the last prompt token go through the model once per prompt (B rows); their keys and
     values are copied to the G completions, which then run as (last prompt token, tokens[:, :-1]).
-    The same numbers as one forward pass over every full sequence (``completion_logprobs``), at a
+    The same numbers as one forward pass over every full sequence (``hf_completion_logprobs``), at a
     fraction of the cost when prompts are long; differentiable, gradients flow through the copies.
     """
     from transformers import DynamicCache
@@ -301,7 +302,7 @@ def grpo_step(policy, ref, tokenizer, optimizer, questions, answers, cfg: HFConf
 # ----------------------------------------------------------------------------- the generate() path
 # The plain way, kept as the check on the fast path (tests/test_lm_hf.py).
 
-def completion_logprobs(model, ids, attention_mask, n_prompt: int, temperature: float):
+def hf_completion_logprobs(model, ids, attention_mask, n_prompt: int, temperature: float):
     """Log-probs and entropies of the tokens after the
     first ``n_prompt`` columns, at temperature."""
     position_ids = (attention_mask.cumsum(-1) - 1).clamp(min=0)         # left padding
@@ -311,11 +312,11 @@ def completion_logprobs(model, ids, attention_mask, n_prompt: int, temperature: 
 
 
 @torch.no_grad()
-def sample_groups(policy, tokenizer, questions, G: int, temperature: float, max_new_tokens: int):
+def generate_groups(policy, tokenizer, questions, G: int, temperature: float, max_new_tokens: int):
     """G completions per question: (ids, attention_mask, completion_mask, n_prompt, texts)."""
     from transformers import GenerationConfig
     tokenizer.padding_side = "left"
-    enc = tokenizer([prompt_text(tokenizer, q) for q in questions], return_tensors="pt",
+    enc = tokenizer([chat_prompt_text(tokenizer, q) for q in questions], return_tensors="pt",
                     padding=True).to(policy.device)
     pure_sampling = GenerationConfig(do_sample=True, temperature=temperature, top_k=0, top_p=1.0,
                                      max_new_tokens=max_new_tokens, num_return_sequences=G,
@@ -433,9 +434,33 @@ def pick_device(device: str) -> str:
                        "the CPU anyway (slow for a real model; fine for a tiny local one).")
 
 
-def run(cfg: HFConfig, verifier=None, log=print):
-    """Train ``cfg.model`` with GRPO on GSM8K's train
-    split; returns (policy, list of step stats)."""
+def train_hf_grpo(cfg: HFConfig, batches, verifier=None, reward=None, on_step=None):
+    """The GRPO loop on ``cfg.model``: seed torch, load the model, freeze a copy as the reference
+    (when ``cfg.beta > 0``), then one ``grpo_step`` per item of ``batches``, each a pair
+    ``(questions, answers)``, scored by ``verifier`` or ``reward`` as ``grpo_step`` says. Each
+    step's stats gain ``cpu_s``, its CPU-seconds; ``on_step(step, stats)`` sees them after each
+    step. Returns (policy, tokenizer, list of step stats)."""
+    torch.manual_seed(cfg.seed)
+    policy, tokenizer = load_model(cfg.model, pick_device(cfg.device), cfg.gguf_file)
+    # frozen start
+    ref = copy.deepcopy(policy).eval().requires_grad_(False) if cfg.beta > 0 else None
+    optimizer = torch.optim.Adam(policy.parameters(), lr=cfg.lr)
+    history = []
+    for step, (questions, answers) in enumerate(batches):
+        cpu0 = time.process_time()
+        stats = grpo_step(policy, ref, tokenizer, optimizer, questions, answers, cfg, verifier,
+                          reward)
+        stats["cpu_s"] = time.process_time() - cpu0
+        history.append(stats)
+        if on_step is not None:
+            on_step(step, stats)
+    return policy, tokenizer, history
+
+
+def train_gsm8k(cfg: HFConfig, verifier=None, log=print):
+    """``train_hf_grpo`` on GSM8K's train split (``cfg.gsm8k``), ``cfg.prompts`` questions a step
+    in a seeded shuffle, one line of stats a step to ``log``; saves the model to ``cfg.out`` when
+    given. Returns (policy, list of step stats)."""
     if not (cfg.lr > 0 and math.isfinite(cfg.lr)):
         raise ValueError(f"lr must be a finite number > 0, got {cfg.lr}")
     if cfg.G < 2 or cfg.prompts < 1 or cfg.steps < 1 or cfg.reuse < 1 or cfg.chunk_groups < 1:
@@ -453,25 +478,23 @@ def run(cfg: HFConfig, verifier=None, log=print):
     if cfg.advantage not in ADVANTAGES or cfg.aggregation not in AGGREGATIONS:
         raise ValueError(f"advantage must be in {ADVANTAGES} and aggregation in {AGGREGATIONS}, "
                          f"got {cfg.advantage!r}, {cfg.aggregation!r}")
-    device = pick_device(cfg.device)
-    torch.manual_seed(cfg.seed)
+    pick_device(cfg.device)                      # no GPU and no --device cpu: say so before loading
     rows = load_questions(cfg.gsm8k)
-    policy, tokenizer = load_model(cfg.model, device, cfg.gguf_file)
-    # frozen start
-    ref = copy.deepcopy(policy).eval().requires_grad_(False) if cfg.beta > 0 else None
-    optimizer = torch.optim.Adam(policy.parameters(), lr=cfg.lr)
     order = torch.randperm(len(rows), generator=torch.Generator().manual_seed(cfg.seed)).tolist()
-    history = []
-    for step in range(cfg.steps):
-        batch = [rows[order[(step * cfg.prompts + i) % len(rows)]] for i in range(cfg.prompts)]
-        stats = grpo_step(policy, ref, tokenizer, optimizer, [r["question"] for r in batch],
-                          [r["answer"] for r in batch], cfg, verifier)
-        history.append(stats)
+
+    def batches():
+        for step in range(cfg.steps):
+            batch = [rows[order[(step * cfg.prompts + i) % len(rows)]] for i in range(cfg.prompts)]
+            yield [r["question"] for r in batch], [r["answer"] for r in batch]
+
+    def say(step, stats):
         log(f"step {step + 1}/{cfg.steps}  loss {stats['loss']:+.4f}  reward "
             f"{stats['reward_mean']:.3f}  "
             f"degenerate {stats['degenerate_fraction']:.2f}  clip {stats['clip_fraction']:.3f}  "
             f"kl {stats.get('kl_mean', 0.0):.4f}  len {stats['completion_length_mean']:.0f}  "
             f"({stats['sample_s']:.1f} s sampling, {stats['update_s']:.1f} s update)")
+
+    policy, tokenizer, history = train_hf_grpo(cfg, batches(), verifier, on_step=say)
     if cfg.out:
         policy.save_pretrained(cfg.out)
         tokenizer.save_pretrained(cfg.out)
@@ -525,7 +548,7 @@ def main(argv=None):
     cfg = parse_args(argv)
     print("config:", asdict(cfg), flush=True)
     try:
-        run(cfg)
+        train_gsm8k(cfg)
     except (OSError, RuntimeError, ValueError) as e:     # a library error, said as a CLI's
         raise SystemExit(f"error: {e}") from e
 

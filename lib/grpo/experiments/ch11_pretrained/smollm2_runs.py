@@ -22,7 +22,6 @@ its held-out outcomes. ``tests/test_pretrained_runs.py`` re-runs the first itera
 """
 from __future__ import annotations
 
-import copy
 import functools
 import json
 import re
@@ -33,8 +32,8 @@ import numpy as np
 import torch
 
 from grpo.lm.data import PROTOCOL, calculation_chain, step_count
-from grpo.lm.hf import (HFConfig, encode_prompts, grpo_step, load_model, prompt_text,
-                        sample_completions)
+from grpo.lm.hf import (HFConfig, encode_prompts, load_model, chat_prompt_text, sample_completions,
+                        train_hf_grpo)
 from grpo.lm.verifier import last_number, last_number_reward, reference_answer, safe_arith
 from grpo.pool import parallel_map
 from grpo.runstore import bits, command_line, read_json, run_dir, unbits, writable, write_json
@@ -132,7 +131,7 @@ def problems() -> dict:
 
 
 @torch.inference_mode()
-def greedy(model, tok, probs, max_new_tokens: int) -> dict:
+def greedy_answers(model, tok, probs, max_new_tokens: int) -> dict:
     """Greedy completions of each problem: its outcome (0/1 string), whether it ended within the
     budget, its length in tokens, and every text (the first three also as ``examples``)."""
     model.eval()
@@ -179,11 +178,11 @@ def sampled(model, tok, probs, seed: int = PROTOCOL.eval_seed) -> dict:
     return {"sampled": bits(right), "samples": SAMPLED_G, "entropy_per_token": surprisal / tokens}
 
 
-def evaluate(model, tok, spec: Spec, sets: dict) -> dict:
-    out = {"one_step": greedy(model, tok, sets["one_step"], RECIPE.max_new_tokens),
-           "two_step": greedy(model, tok, sets["two_step"], RECIPE.max_new_tokens)}
+def evaluate_held_out(model, tok, spec: Spec, sets: dict) -> dict:
+    out = {"one_step": greedy_answers(model, tok, sets["one_step"], RECIPE.max_new_tokens),
+           "two_step": greedy_answers(model, tok, sets["two_step"], RECIPE.max_new_tokens)}
     if spec.extra:
-        out["one_step_long"] = greedy(model, tok, sets["one_step"], LONG_BUDGET)
+        out["one_step_long"] = greedy_answers(model, tok, sets["one_step"], LONG_BUDGET)
         out["one_step_sampled"] = sampled(model, tok, sets["one_step"][:SAMPLED])
     return out
 
@@ -219,37 +218,36 @@ def training_prompts(seed: int, iterations: int = RECIPE.steps, sets: dict | Non
     return [sets["train"][i] for i in order[:iterations * RECIPE.prompts].tolist()]
 
 
-def train_grpo(spec: Spec, iterations: int | None = None, sets: dict | None = None):
-    """GRPO from the start model with ``RECIPE``; returns (policy, tokenizer, log, first batch)."""
+def train_smollm2_grpo(spec: Spec, iterations: int | None = None, sets: dict | None = None):
+    """GRPO from the start model with ``RECIPE`` (``grpo.lm.hf.train_hf_grpo``) on the training
+    prompts of ``spec.seed``, paid ``spec.reward``; returns (policy, tokenizer, log, first batch).
+    Each step's log adds what the verifier says of its batch, ``correct_mean`` and
+    ``ended_mean``."""
     sets = sets or problems()
     cfg = replace(RECIPE, seed=spec.seed)
-    torch.manual_seed(cfg.seed)                                       # the sampler's draws
-    policy, tok = load_model(cfg.model, cfg.device)
-    ref = copy.deepcopy(policy).eval().requires_grad_(False)
-    optimizer = torch.optim.Adam(policy.parameters(), lr=cfg.lr)
     iterations = cfg.steps if iterations is None else iterations
     prompts = training_prompts(cfg.seed, iterations, sets)
-    coin = torch.Generator().manual_seed(1000 + cfg.seed)
-    log, first = [], None
-    for it in range(iterations):
-        batch = prompts[it * cfg.prompts:(it + 1) * cfg.prompts]
-        questions, answers = [p["question"] for p in batch], [p["answer"] for p in batch]
-        seen = {}
-        cpu0 = time.process_time()
-        stats = grpo_step(policy, ref, tok, optimizer, questions, answers, cfg,
-                          reward=batch_reward(spec.reward, coin, seen))
-        stats.update(cpu_s=time.process_time() - cpu0, correct_mean=float(np.mean(seen["correct"])),
+    batches = [prompts[it * cfg.prompts:(it + 1) * cfg.prompts] for it in range(iterations)]
+    seen, first = {}, {}
+
+    def record(step, stats):
+        stats.update(correct_mean=float(np.mean(seen["correct"])),
                      ended_mean=float(np.mean(seen["finished"])))
-        log.append(stats)
-        if first is None:
-            first = {"questions": questions, "answers": answers, **seen}
-    return policy, tok, log, first
+        if step == 0:
+            first.update(questions=[p["question"] for p in batches[0]],
+                         answers=[p["answer"] for p in batches[0]], **seen)
+
+    policy, tok, log = train_hf_grpo(
+        cfg, ([[p["question"] for p in b], [p["answer"] for p in b]] for b in batches),
+        reward=batch_reward(spec.reward, torch.Generator().manual_seed(1000 + cfg.seed), seen),
+        on_step=record)
+    return policy, tok, log, first or None
 
 
-def sft_loss(model, tok, batch) -> torch.Tensor:
+def solution_nll(model, tok, batch) -> torch.Tensor:
     """Mean negative log-likelihood of the reference solutions' tokens (and the end token) after
     each question's prompt."""
-    prompts = [tok(prompt_text(tok, p["question"], ""),
+    prompts = [tok(chat_prompt_text(tok, p["question"], ""),
                    add_special_tokens=False).input_ids for p in batch]
     targets = [tok(p["answer"] + tok.eos_token, add_special_tokens=False).input_ids for p in batch]
     width = max(len(a) + len(b) for a, b in zip(prompts, targets, strict=True))
@@ -263,7 +261,8 @@ def sft_loss(model, tok, batch) -> torch.Tensor:
     return model(input_ids=ids, attention_mask=mask.long(), labels=labels).loss
 
 
-def train_sft(spec: Spec, cpu_budget: float, sets: dict | None = None, batch_size: int = SFT_BATCH):
+def train_smollm2_sft(spec: Spec, cpu_budget: float, sets: dict | None = None,
+                      batch_size: int = SFT_BATCH):
     """SFT on the training problems' reference solutions, the recipe's Adam and lr, until it has
     used ``cpu_budget`` CPU-seconds; returns (policy, tokenizer, log)."""
     sets = sets or problems()
@@ -278,7 +277,7 @@ def train_sft(spec: Spec, cpu_budget: float, sets: dict | None = None, batch_siz
         cpu0 = time.process_time()
         batch = [sets["train"][order[step * batch_size + i]] for i in range(batch_size)]
         optimizer.zero_grad(set_to_none=True)
-        loss = sft_loss(policy, tok, batch)
+        loss = solution_nll(policy, tok, batch)
         loss.backward()
         optimizer.step()
         used += time.process_time() - cpu0
@@ -298,13 +297,13 @@ def run(name: str) -> dict:
     if spec.kind == "evaluate":
         model, tok = load_model(MODEL, "cpu")
     elif spec.kind == "grpo":
-        model, tok, out["log"], out["first_batch"] = train_grpo(spec, sets=sets)
+        model, tok, out["log"], out["first_batch"] = train_smollm2_grpo(spec, sets=sets)
     else:
         budget = sum(s["cpu_s"] for s in load_run("grpo_seed0")["log"])
-        model, tok, out["log"] = train_sft(spec, budget, sets)
+        model, tok, out["log"] = train_smollm2_sft(spec, budget, sets)
         out["cpu_budget"] = budget
     out["train_cpu_s"] = round(time.process_time() - cpu0, 1)
-    out["held_out"] = evaluate(model, tok, spec, sets)
+    out["held_out"] = evaluate_held_out(model, tok, spec, sets)
     out["cpu_s"] = round(time.process_time() - cpu0, 1)
     return out
 
@@ -395,7 +394,7 @@ def replay(name: str = "grpo_seed0", n: int = 2) -> tuple[dict, dict]:
     if stored["recipe"] != asdict(RECIPE):
         raise ValueError(f"{name} was run with another recipe: {stored['recipe']} (now "
                          f"{asdict(RECIPE)})")
-    _, _, log, first = train_grpo(Spec(**stored["spec"]), iterations=n)
+    _, _, log, first = train_smollm2_grpo(Spec(**stored["spec"]), iterations=n)
 
     def plain(log, first):
         return {"log": [{k: v for k, v in s.items() if k not in TIMINGS} for s in log[:n]],

@@ -91,11 +91,18 @@ def across_jobs(keys, ups: dict) -> list:
     return jobs
 
 
-def control_config(R: RunConfig, bench: dict) -> SFTConfig:
-    """Continued SFT at GRPO's CPU (decayed from 3e-4), from the benchmark's per-step costs."""
+# A GRPO iteration's CPU and an SFT step's, as make bench measured them when the grids were stored
+# (data/bench/09_addition.json, 2026-12-02). They fix the continued-SFT control's length, so a later
+# make bench, on this machine or another, changes no stored job.
+SFT_BASIS = {"grpo_iteration_total_cpu_s": 0.1909, "sft_step_cpu_s": 0.03622}
+
+
+def control_config(R: RunConfig, basis: dict = SFT_BASIS) -> SFTConfig:
+    """Continued SFT at GRPO's CPU (decayed from 3e-4): ``R.iterations`` GRPO iterations' CPU in SFT
+    steps, at the per-step costs of ``basis``."""
     return replace(A.SFT_RECIPE,
-                   steps=round(R.iterations * bench["grpo_iteration_total_cpu_s"]
-                               / bench["sft_step_cpu_s"]),
+                   steps=round(R.iterations * basis["grpo_iteration_total_cpu_s"]
+                               / basis["sft_step_cpu_s"]),
                    lr=3e-4, warmup=10, min_lr_frac=0.05, eval_every=10_000)
 
 

@@ -99,5 +99,17 @@ def optional(check, name: str, value, *args, **kwargs):
     return None if value is None else check(name, value, *args, **kwargs)
 
 
+def reward_groups(name: str, shape, finite: bool, unit: str = "samples") -> None:
+    """Rewards in groups, an array of ``shape`` (B, G): at least one group, each of G >= 2 ``unit``
+    to compare, and every value finite (``finite``, computed by the caller for its array type)."""
+    shape = tuple(shape)
+    if len(shape) != 2 or shape[0] < 1:
+        raise ValueError(f"{name} must have shape (B, G), got {shape}")
+    if shape[1] < 2:
+        raise ValueError(f"a group needs G >= 2 {unit} to compare, got G = {shape[1]}")
+    if not finite:
+        raise ValueError(f"{name} contain NaN or inf")
+
+
 __all__ = ["is_number", "number", "positive", "non_negative", "probability", "integer", "boolean",
-           "choice", "optional"]
+           "choice", "optional", "reward_groups"]

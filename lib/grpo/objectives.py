@@ -52,12 +52,7 @@ def group_advantages(rewards, advantage: str = "zscore", eps: float = 1e-8):
     like = rewards if type(rewards).__module__.startswith("torch") else None
     r = (rewards.detach().cpu().double().numpy() if like is not None
          else np.asarray(rewards, dtype=float))
-    if r.ndim != 2 or r.shape[0] < 1:
-        raise ValueError(f"rewards must have shape (B, G), got {r.shape}")
-    if r.shape[1] < 2:
-        raise ValueError(f"a group needs G >= 2 samples to compare, got G = {r.shape[1]}")
-    if not np.isfinite(r).all():
-        raise ValueError("rewards contain NaN or inf")
+    checks.reward_groups("rewards", r.shape, bool(np.isfinite(r).all()))
     if advantage == "raw":
         adv = r
     else:

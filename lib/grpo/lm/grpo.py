@@ -255,12 +255,8 @@ def dynamic_sampling(draw, n_groups: int, max_draws: int = 10):
 def _check_rewards(rewards) -> torch.Tensor:
     if not isinstance(rewards, torch.Tensor) or not rewards.is_floating_point():
         raise ValueError("rewards must be a floating-point torch tensor of shape (B, G)")
-    if rewards.ndim != 2 or rewards.shape[0] < 1:
-        raise ValueError(f"rewards must have shape (B, G), got {tuple(rewards.shape)}")
-    if rewards.shape[1] < 2:
-        raise ValueError(f"a group needs G >= 2 completions to compare, got G = {rewards.shape[1]}")
-    if not torch.isfinite(rewards).all():
-        raise ValueError("rewards contain NaN or inf")
+    checks.reward_groups("rewards", rewards.shape, bool(torch.isfinite(rewards).all()),
+                         "completions")
     return rewards
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import torch
 
 from grpo.lm import addition as A
-from grpo.lm.rl import train_grpo
+from grpo.lm.rl import train_lm_grpo
 from grpo.lm.train import sft
 from benchfile import write_bench
 
@@ -29,7 +29,7 @@ def main():
     sft(model, tok, train, val, replace(A.SFT_RECIPE, steps=500, eval_every=10_000, eval_problems=1))
     state = {k: v.clone() for k, v in model.state_dict().items()}
     cfg = replace(A.GRPO_RECIPE, iterations=REPEATS + 2, eval_every=10_000, eval_problems=1)
-    log = train_grpo(model, tok, train, val, cfg)["log"]
+    log = train_lm_grpo(model, tok, train, val, cfg)["log"]
     split = {k: round(min(log[k][2:]), 4) for k in ("sample_s", "ref_s", "update_s")}
 
     def sft_cpu(steps):                     # an SFT run's CPU time, no evaluation, fastest of 3

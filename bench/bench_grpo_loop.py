@@ -19,7 +19,11 @@ import torch
 
 from grpo.lm.data import PROTOCOL
 from grpo.lm.model import GPT, GPTConfig, sample
-from grpo.lm.rl import RunConfig, train_grpo
+from grpo.lm.rl import RunConfig
+try:
+    from grpo.lm.rl import train_lm_grpo
+except ImportError:          # BASELINE's lib, which baseline_iteration imports this file under
+    from grpo.lm.rl import train_grpo as train_lm_grpo
 from grpo.lm.train import SFTConfig, load_sft, sft
 from benchfile import write_bench
 
@@ -42,7 +46,7 @@ def cpu(fn):
 def grpo_iteration(model, tok, train, test, **kw):
     """CPU seconds of sampling / reference / update in one iteration of the real loop (fastest of 3)."""
     cfg = RunConfig(iterations=REPEATS, eval_every=10_000, eval_problems=1, eval_samples=1, **kw)
-    log = train_grpo(model, tok, train, test, cfg)["log"]
+    log = train_lm_grpo(model, tok, train, test, cfg)["log"]
     return {k: round(min(log[k]), 3) for k in ("sample_s", "ref_s", "update_s")}
 
 

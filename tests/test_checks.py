@@ -9,7 +9,7 @@ from grpo import checks
 from grpo.toy.algos import GRPOConfig as ToyGRPOConfig
 from grpo.toy.algos import PPOConfig, ReinforceConfig
 from grpo.lander import ActorCriticConfig
-from grpo.lander import GRPOConfig as LanderGRPOConfig
+from grpo.lander import LanderGRPOConfig
 from grpo.lm.grpo import LossOptions, grpo_loss
 from grpo.lm.rl import EIConfig, RunConfig
 from grpo.lm.train import SFTConfig

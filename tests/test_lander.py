@@ -24,11 +24,12 @@ def test_same_seed_same_actions_give_bit_identical_trajectories():
 
 
 TINY_AC = L.ActorCriticConfig(n_envs=2, n_steps=64, minibatch=32, epochs=2)
-TINY_GRPO = L.GRPOConfig(group_size=2, prompts=2, minibatch=64, epochs=2, ref_every=2)
+TINY_GRPO = L.LanderGRPOConfig(group_size=2, prompts=2, minibatch=64, epochs=2, ref_every=2)
 
 
 @pytest.mark.parametrize("algo,cfg", [("ppo", TINY_AC), ("grpo", TINY_GRPO),
-                                      ("grpo_process", L.GRPOConfig(group_size=2, prompts=2, process=True))])
+                                      ("grpo_process",
+                                       L.LanderGRPOConfig(group_size=2, prompts=2, process=True))])
 def test_a_short_training_run_is_deterministic(algo, cfg):
     spec = L.RunSpec(algo, 3, 600, eval_every=300, val_episodes=2, test_episodes=2, config=cfg)
     r1, r2 = L.train(spec), L.train(spec)
@@ -166,7 +167,7 @@ def test_grpo_loss_and_its_gradient_match_a_hand_computation():
     adv = torch.tensor([1.0, -0.5, 2.0, 1.5], dtype=torch.float64)
     w = torch.tensor([0.5, 0.5, 1.5, 1.5], dtype=torch.float64)
     clip, beta = 0.2, 0.04
-    loss, clipped, k3 = L.grpo_loss(logp, old, ref, adv, w, clip, beta)
+    loss, clipped, k3 = L.lander_grpo_loss(logp, old, ref, adv, w, clip, beta)
     loss.backward()
     x, o, rf, A, W = (t.detach().numpy() for t in (logp, old, ref, adv, w))
     rho = np.exp(x - o)                               # [1.051, 0.819, 1, 0.607]
@@ -185,8 +186,8 @@ def test_grpo_loss_and_its_gradient_match_a_hand_computation():
 
 def test_the_clip_zeroes_the_gradient_past_the_band_in_the_advantage_direction():
     logp = torch.tensor([0.0], requires_grad=True)
-    loss, clipped, _ = L.grpo_loss(logp, torch.tensor([-0.5]), torch.tensor([0.0]), torch.tensor([1.0]),
-                                   torch.tensor([1.0]), 0.2, 0.0)
+    loss, clipped, _ = L.lander_grpo_loss(logp, torch.tensor([-0.5]), torch.tensor([0.0]),
+                                          torch.tensor([1.0]), torch.tensor([1.0]), 0.2, 0.0)
     loss.backward()
     assert clipped.item() and logp.grad.item() == 0.0
 
@@ -267,17 +268,17 @@ def test_bad_input_raises_value_error():
 ])
 def test_a_bad_config_is_refused_at_construction(kind, fields, match):
     with pytest.raises(ValueError, match=match):
-        (L.ActorCriticConfig if kind == "ac" else L.GRPOConfig)(**fields)
+        (L.ActorCriticConfig if kind == "ac" else L.LanderGRPOConfig)(**fields)
 
 
 @pytest.mark.parametrize("algo, cfg, match", [
-    ("grpo_process", L.GRPOConfig(), "its config runs 'grpo'"),
-    ("grpo", L.GRPOConfig(process=True), "its config runs 'grpo_process'"),
+    ("grpo_process", L.LanderGRPOConfig(), "its config runs 'grpo'"),
+    ("grpo", L.LanderGRPOConfig(process=True), "its config runs 'grpo_process'"),
     ("grpo", L.ActorCriticConfig(), "its config runs 'ppo'"),
-    ("ppo", L.GRPOConfig(), "its config runs 'grpo'"),
+    ("ppo", L.LanderGRPOConfig(), "its config runs 'grpo'"),
     ("ppo", L.A2C_CONFIG, "use algo='a2c'"),
-    ("grpo_value", L.GRPOConfig(), "its config runs 'grpo'"),
-    ("grpo", L.GRPOConfig(baseline="value"), "use algo='grpo_value'"),
+    ("grpo_value", L.LanderGRPOConfig(), "its config runs 'grpo'"),
+    ("grpo", L.LanderGRPOConfig(baseline="value"), "use algo='grpo_value'"),
 ])
 def test_the_label_is_what_the_config_runs(algo, cfg, match):
     with pytest.raises(ValueError, match=match):
@@ -331,7 +332,7 @@ def test_summarize_builds_the_registry_entry():
     assert s["visited_state_entropy_mean"] == 1.2 and s["near_degenerate_fraction"] == 0.5
     assert s["grad_cosine_median"] == pytest.approx(0.2) and s["grad_snr_median"] == 2.0
     with pytest.raises(ValueError, match="workers"):
-        L.run_all([], workers=0)
+        L.run_lander_specs([], workers=0)
 
 
 def test_mlp_forward_and_gradients_are_bit_identical_to_the_plain_sequential():
@@ -439,13 +440,13 @@ def test_returns_to_go_and_the_time_baseline_by_hand():
 
 @pytest.mark.parametrize("algo", ["grpo_value", "grpo_time"])
 def test_the_baseline_controls_run_on_grpo_batches_and_are_deterministic(algo):
-    cfg = L.GRPOConfig(group_size=2, prompts=2, minibatch=64, epochs=2, ref_every=2,
+    cfg = L.LanderGRPOConfig(group_size=2, prompts=2, minibatch=64, epochs=2, ref_every=2,
                        baseline=L.DEFAULT_CONFIGS[algo].baseline, measure_gradients=True)
     spec = L.RunSpec(algo, 3, 600, eval_every=300, val_episodes=2, test_episodes=2, config=cfg)
     r1, r2 = L.train(spec), L.train(spec)
     for k in r1["final_state"]:
         assert torch.equal(r1["final_state"][k], r2["final_state"][k])
-    plain = L.GRPOConfig(group_size=2, prompts=2, minibatch=64, epochs=2, ref_every=2)
+    plain = L.LanderGRPOConfig(group_size=2, prompts=2, minibatch=64, epochs=2, ref_every=2)
     grpo = L.train(L.RunSpec("grpo", 3, 600, eval_every=300, val_episodes=2, test_episodes=2, config=plain))
     assert not torch.equal(r1["final_state"]["4.weight"], grpo["final_state"]["4.weight"])
     assert all(np.isfinite(r1["diagnostics"]["grad_cosine"]))
@@ -525,7 +526,7 @@ def _two_iterations(algo, cfg, monkeypatch):
 
 
 def _reference_grpo(cfg, episodes, seed=5, swap_old_and_ref=False):
-    """The same iterations with autograd: torch's log-softmax, ``grpo_loss``, clip_grad_norm_ and
+    """The same iterations with autograd: torch's log-softmax, ``lander_grpo_loss``, clip_grad_norm_ and
     torch.optim.Adam, in float64 as the NumPy path computes (one minibatch an epoch)."""
     actor = L.make_actor(seed).double()
     opt = torch.optim.Adam(actor.parameters(), lr=cfg.lr, eps=cfg.adam_eps)
@@ -550,7 +551,7 @@ def _reference_grpo(cfg, episodes, seed=5, swap_old_and_ref=False):
         adv = torch.from_numpy(adv)
         for _ in range(cfg.epochs):
             logp = torch.log_softmax(actor(obs), -1).gather(1, act[:, None])[:, 0]
-            loss = L.grpo_loss(logp, logp_old, logp_ref, adv, w, cfg.clip, cfg.beta)[0]
+            loss = L.lander_grpo_loss(logp, logp_old, logp_ref, adv, w, cfg.clip, cfg.beta)[0]
             opt.zero_grad()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(actor.parameters(), cfg.max_grad_norm)
@@ -570,14 +571,14 @@ def _max_gap(a, b):
 
 @pytest.mark.parametrize("baseline, value_scale", [("group", 1.0), ("value", 1.0), ("value", 100.0)])
 def test_two_grpo_iterations_match_an_autograd_reference_trainer(baseline, value_scale, monkeypatch):
-    """train_grpo's NumPy path (FlatMLP, grpo_loss_grad, mlp.Adam) lands on the weights that
+    """train_lander_grpo's NumPy path (FlatMLP, grpo_loss_grad, mlp.Adam) lands on the weights that
     autograd and torch.optim.Adam reach on the same episodes. The second iteration has
     pi_old != pi_ref, so swapping them (a mis-wired trainer) lands elsewhere; for the V(s)
     control, the second iteration's advantages come from the critic the first one trained (on
     G_t / value_scale), so a trainer that ignored value_scale would land elsewhere too."""
-    cfg = L.GRPOConfig(group_size=2, prompts=2, epochs=3, minibatch=10**6, ref_every=10,
+    cfg = L.LanderGRPOConfig(group_size=2, prompts=2, epochs=3, minibatch=10**6, ref_every=10,
                        beta=0.5, baseline=baseline, value_scale=value_scale)
-    run, episodes = _two_iterations(L.GRPOConfig().algo if baseline == "group" else "grpo_value",
+    run, episodes = _two_iterations(L.LanderGRPOConfig().algo if baseline == "group" else "grpo_value",
                                     cfg, monkeypatch)
     reference = _reference_grpo(cfg, episodes)
     moved = _max_gap({k: v.float() for k, v in L.make_actor(5).state_dict().items()}, reference)
@@ -702,10 +703,10 @@ def test_terminal_episodes_the_time_input_and_the_unscaled_outcome_advantage():
     ep = L.Episodes([np.zeros((3, 8)), np.zeros((2, 8))], [np.zeros(3, int), np.zeros(2, int)],
                     [np.array([1.0, 1.0, 100.0]), np.array([1.0, -0.5])], [np.zeros(8), np.zeros(8)])
     assert L.ended_at_terminal(ep).tolist() == [True, False]
-    x = L.critic_inputs(L.GRPOConfig(group_size=2, prompts=1, baseline="value_time"), ep)
+    x = L.critic_inputs(L.LanderGRPOConfig(group_size=2, prompts=1, baseline="value_time"), ep)
     assert x.shape == (5, 9) and np.allclose(x[:, 8], np.r_[0, 1, 2, 0, 1] / L.TIME_LIMIT)
-    assert L.critic_inputs(L.GRPOConfig(group_size=2, prompts=1, baseline="value"), ep).shape == (5, 8)
-    adv, _ = L.episode_advantages(L.GRPOConfig(group_size=2, prompts=1, scale_by_std=False), ep)
+    assert L.critic_inputs(L.LanderGRPOConfig(group_size=2, prompts=1, baseline="value"), ep).shape == (5, 8)
+    adv, _ = L.episode_advantages(L.LanderGRPOConfig(group_size=2, prompts=1, scale_by_std=False), ep)
     assert np.allclose(adv, np.repeat([50.75, -50.75], [3, 2]))          # R - mean, not / std
 
 
@@ -714,18 +715,18 @@ def test_terminal_episodes_the_time_input_and_the_unscaled_outcome_advantage():
                                           ("value_scale", 0.0), ("value_scale", True)])
 def test_the_new_grpo_flags_are_checked(field, value):
     with pytest.raises(ValueError, match=field):
-        L.GRPOConfig(**{field: value})
+        L.LanderGRPOConfig(**{field: value})
 
 
 def test_unit_weights_and_the_new_baselines_change_the_run():
     base = dict(group_size=2, prompts=2, minibatch=64, epochs=2)
     runs = {name: L.train(L.RunSpec(cfg.algo, 3, 600, eval_every=300, val_episodes=1, test_episodes=1,
                                     config=cfg))["final_state"]["4.weight"]
-            for name, cfg in (("outcome", L.GRPOConfig(**base)),
-                              ("w1", L.GRPOConfig(**base, length_weights=False)),
-                              ("gae", L.GRPOConfig(**base, baseline="gae")),
-                              ("value_time", L.GRPOConfig(**base, baseline="value_time")),
-                              ("value_time_scaled", L.GRPOConfig(**base, baseline="value_time",
+            for name, cfg in (("outcome", L.LanderGRPOConfig(**base)),
+                              ("w1", L.LanderGRPOConfig(**base, length_weights=False)),
+                              ("gae", L.LanderGRPOConfig(**base, baseline="gae")),
+                              ("value_time", L.LanderGRPOConfig(**base, baseline="value_time")),
+                              ("value_time_scaled", L.LanderGRPOConfig(**base, baseline="value_time",
                                                                  value_scale=100.0)))}
     for name in ("w1", "gae", "value_time"):
         assert not torch.equal(runs[name], runs["outcome"]), name
@@ -736,5 +737,5 @@ def test_a_scaled_critic_predicts_its_output_times_the_scale():
     from grpo.mlp import FlatMLP
     vf = FlatMLP(L.make_critic(0))
     x = np.random.default_rng(0).normal(size=(5, L.OBS_DIM))
-    assert np.array_equal(L.critic_values(vf, x), vf.forward(x)[:, 0])
-    assert np.allclose(L.critic_values(vf, x, 100.0), 100.0 * vf.forward(x)[:, 0], rtol=1e-15)
+    assert np.array_equal(L.lander_critic_values(vf, x), vf.forward(x)[:, 0])
+    assert np.allclose(L.lander_critic_values(vf, x, 100.0), 100.0 * vf.forward(x)[:, 0], rtol=1e-15)

@@ -13,7 +13,7 @@ from grpo.experiments.ch06_lander import main_runs
 
 @pytest.fixture(scope="module")
 def stored():
-    return {(r["algo"], r["seed"]): r for r in main_runs.load()}
+    return {(r["algo"], r["seed"]): r for r in main_runs.load_stored()}
 
 
 def test_the_stored_runs_are_the_ones_the_code_defines(stored):
@@ -23,10 +23,10 @@ def test_the_stored_runs_are_the_ones_the_code_defines(stored):
         assert len(run["test_det"]) == main_runs.TEST_EPISODES
         assert bool(run["snapshots"]) == (algo in main_runs.SNAPSHOTS_KEPT)
     with pytest.raises(ValueError, match="run_specs"):
-        main_runs.load(main_runs.specs()[:-1])
+        main_runs.load_stored(main_runs.specs()[:-1])
     other = [dataclasses.replace(s, seed=s.seed + 1) for s in main_runs.specs()]
     with pytest.raises(ValueError, match="run_specs"):
-        main_runs.load(other)
+        main_runs.load_stored(other)
 
 
 @pytest.mark.parametrize("algo", list(main_runs.ENV_STEPS))

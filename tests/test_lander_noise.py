@@ -34,9 +34,9 @@ def test_a_difference_is_significant_only_when_the_intervals_are_far_apart():
     row = {"grad_norms": [1.0] * 8}
     a = {**row, "snr": 7.0, "snr_ci95": [4.0, 10.0]}
     b = {**row, "snr": 1.0, "snr_ci95": [0.0, 2.0]}
-    d = noise.difference(a, b)
+    d = noise.snr_difference(a, b)
     assert d["diff"] == 6.0 and d["ci95"][0] > 0 and d["p_value"] < 0.01
-    close = noise.difference({**row, "snr": 1.5, "snr_ci95": [0.5, 2.5]}, b)
+    close = noise.snr_difference({**row, "snr": 1.5, "snr_ci95": [0.5, 2.5]}, b)
     assert close["ci95"][0] < 0 < close["ci95"][1] and close["p_value"] > 0.05
 
 
@@ -50,7 +50,7 @@ def test_too_few_batches_for_the_jackknife_and_an_unknown_method_are_refused():
     with pytest.raises(ValueError, match="K >= 3"):
         noise.jackknife(np.ones((2, 4)))
     with pytest.raises(ValueError, match="method"):
-        noise.measure("sac")
+        noise.measure_gradient_noise("sac")
 
 
 def test_the_stored_study_is_the_code_s():

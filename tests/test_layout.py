@@ -140,3 +140,57 @@ def test_a_planted_violation_fails(module, source, rule):
 ])
 def test_an_import_down_the_layers_passes(module, source):
     assert violations(source, module) == []
+
+
+# ----------------------------------------------------------------------------- one name, one thing
+
+# The interface each experiment module offers as a producer of stored runs: its command line and
+# how its runs are made, stored, read back and replayed. Modules of different chapters may each
+# define these (as every script may define ``main``); nothing else may share a name.
+PRODUCER_PROTOCOL = {"main", "run", "run_and_store", "store", "load_stored", "load_run",
+                     "load_record", "load_study", "run_study", "stored_dir", "stored_path",
+                     "replay", "retrain", "outcomes_of", "lift", "cpu_seconds", "train_model"}
+
+
+def public_names(source: str) -> set[str]:
+    """The module-level functions and classes of ``source`` whose names have no leading ``_``."""
+    return {n.name for n in ast.parse(source).body
+            if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and not n.name.startswith("_")}
+
+
+def shared_names(sources: dict[str, str]) -> list[str]:
+    """Public names defined by more than one of ``sources`` (module name -> text): any name two
+    library modules share, or an experiment shares with the library; and a name two experiments
+    share unless it belongs to ``PRODUCER_PROTOCOL``. ``main``, the entry point of every module
+    run as ``python -m``, is the one name any module may define."""
+    where: dict[str, list[str]] = {}
+    for module, source in sources.items():
+        for name in public_names(source):
+            where.setdefault(name, []).append(module)
+    out = []
+    for name, mods in sorted(where.items()):
+        library = [m for m in mods if layer(m) < 3]
+        if len(mods) > 1 and name != "main" and (library or name not in PRODUCER_PROTOCOL):
+            out.append(f"{name}: {', '.join(sorted(mods))}")
+    return out
+
+
+def test_no_two_public_functions_share_a_name():
+    sources = {module_name(p): p.read_text() for p in modules()}
+    assert not shared_names(sources), "\n".join(shared_names(sources))
+
+
+@pytest.mark.parametrize("sources", [
+    {"grpo.toy.algos": "def train_grpo(): pass\n", "grpo.lander.trainers": "def train_grpo(): pass\n"},
+    {"grpo.lm.eval": "def evaluate(): pass\n",
+     "grpo.experiments.ch11_pretrained.smollm2_runs": "def evaluate(): pass\n"},
+    {"grpo.experiments.ch10_word_problems.long_runs": "class Spec: pass\n",
+     "grpo.experiments.ch11_pretrained.smollm2_runs": "class Spec: pass\n"},
+])
+def test_a_planted_shared_name_fails(sources):
+    assert len(shared_names(sources)) == 1
+
+
+def test_experiments_may_share_the_producer_protocol():
+    assert shared_names({"grpo.experiments.ch06_lander.main_runs": "def main(): pass\n",
+                         "grpo.experiments.ch08_grpo_math.main_runs": "def main(): pass\n"}) == []

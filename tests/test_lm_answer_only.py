@@ -18,9 +18,9 @@ def record():
 
 def test_the_checkpoint_scores_the_stored_outcomes(record):
     torch.set_num_threads(1)
-    model, _ = answer_only.load_model()
+    model, _ = answer_only.load_answer_only_model()
     tok = load_sft()[1]
-    now = answer_only.score(model, tok, answer_only.splits()[1])
+    now = answer_only.score_answer_only(model, tok, answer_only.splits()[1])
     np.testing.assert_array_equal(now["greedy"], record["test"]["greedy"])
     np.testing.assert_array_equal(now["sampled"], record["test"]["sampled"])
 

@@ -14,7 +14,7 @@ from grpo.experiments.ch08_grpo_math import main_runs
 from grpo.experiments.ch10_word_problems import long_runs as runs
 from grpo.lm.data import PROTOCOL
 from grpo.lm.eval import outcomes
-from grpo.lm.rl import RunConfig, train_grpo
+from grpo.lm.rl import RunConfig, train_lm_grpo
 from grpo.lm.train import load_sft, sft
 from grpo.book.results import mismatches
 
@@ -23,7 +23,7 @@ N = 2  # replayed iterations (and SFT steps)
 
 @pytest.fixture(scope="module")
 def stored():
-    return main_runs.load()
+    return main_runs.load_stored()
 
 
 def _replayed_log(cfg: RunConfig, n: int = N) -> dict:
@@ -33,7 +33,7 @@ def _replayed_log(cfg: RunConfig, n: int = N) -> dict:
     short = replace(
         cfg, iterations=n, eval_problems=1, eval_at_start=False, final_samples=0, held_out=0
     )
-    log = train_grpo(model, tok, train, val, short)["log"]
+    log = train_lm_grpo(model, tok, train, val, short)["log"]
     return {k: v for k, v in log.items() if k not in runs.TIMINGS}
 
 
@@ -54,9 +54,9 @@ def test_the_stored_jobs_are_the_ones_the_code_defines(stored):
     assert set(stored[0]["state"]) == set(load_sft()[0].state_dict())
     assert all(v.dtype == torch.float64 for v in stored[0]["state"].values())
     with pytest.raises(ValueError, match="stored_jobs"):
-        main_runs.load(main_runs.jobs()[:-1])
+        main_runs.load_stored(main_runs.jobs()[:-1])
     with pytest.raises(ValueError, match="stored_jobs"):
-        main_runs.load([replace(j, seed=j.seed + 1) for j in main_runs.jobs()])
+        main_runs.load_stored([replace(j, seed=j.seed + 1) for j in main_runs.jobs()])
 
 
 def test_the_main_runs_are_the_sweep_s_first_iterations(stored):
@@ -127,4 +127,4 @@ def test_store_refuses_mismatched_lengths(tmp_path):
     with pytest.raises(ValueError, match="one entry per job"):
         main_runs.store([{}], main_runs.jobs(), [1.0], tmp_path)
     with pytest.raises(FileNotFoundError, match="main_runs"):
-        main_runs.load(directory=tmp_path)
+        main_runs.load_stored(directory=tmp_path)

@@ -7,7 +7,7 @@ import torch
 
 from grpo.lm.data import make_splits
 from grpo.lm.model import GPT, GPTConfig
-from grpo.lm.rl import RunConfig, evaluate, pass_at_k, score, train_grpo
+from grpo.lm.rl import RunConfig, evaluate, pass_at_k, score, train_lm_grpo
 from grpo.lm.tokenizer import Tokenizer
 from grpo.lm.train import SFTConfig, sft
 
@@ -97,7 +97,7 @@ def test_bad_config_is_a_clear_error(bad, match):
 
 def test_a_run_is_finite_logged_and_deterministic(setup):
     train, test, tok = setup
-    outs = [train_grpo(tiny_model(tok), tok, train, test, RunConfig(**TINY, beta=0.04)) for _ in range(2)]
+    outs = [train_lm_grpo(tiny_model(tok), tok, train, test, RunConfig(**TINY, beta=0.04)) for _ in range(2)]
     log = outs[0]["log"]
     assert log["iteration"] == [1, 2] and outs[0]["evals"]["iteration"] == [0, 1, 2]
     for key in ("reward_mean", "degenerate_fraction", "entropy_mean", "kl_mean", "clip_fraction",
@@ -113,7 +113,7 @@ def test_the_update_moves_the_weights_and_beta0_skips_the_reference(setup):
     train, test, tok = setup
     model = tiny_model(tok, sft_steps=40, train=train)
     before = {k: v.clone() for k, v in model.state_dict().items()}
-    out = train_grpo(model, tok, train, test, RunConfig(**{**TINY, "reward": "short"}, beta=0.0))
+    out = train_lm_grpo(model, tok, train, test, RunConfig(**{**TINY, "reward": "short"}, beta=0.0))
     assert math.isnan(out["log"]["kl_mean"][0])                    # no reference read at beta = 0
     assert any(not torch.equal(before[k], v) for k, v in model.state_dict().items())
 
@@ -123,7 +123,7 @@ def test_the_length_reward_is_learned(setup):
     train, test, tok = setup
     cfg = RunConfig(**{**TINY, "iterations": 25, "eval_every": 100, "prompts": 4, "G": 8,
                        "max_new_tokens": 24}, reward="short", beta=0.0, lr=3e-3, temperature=1.0)
-    log = train_grpo(tiny_model(tok, 1, sft_steps=40, train=train), tok, train, test, cfg)["log"]
+    log = train_lm_grpo(tiny_model(tok, 1, sft_steps=40, train=train), tok, train, test, cfg)["log"]
     first, last = np.mean(log["reward_mean"][:5]), np.mean(log["reward_mean"][-5:])
     assert last > first + 0.1, (first, last)
 
@@ -133,7 +133,7 @@ def test_dynamic_sampling_with_no_informative_group_still_steps(setup):
     then has zero advantage everywhere, and the loop logs that instead of failing."""
     train, test, tok = setup
     cfg = RunConfig(**{**TINY, "iterations": 1}, beta=0.0, dynamic_sampling=True)
-    log = train_grpo(tiny_model(tok), tok, train, test, cfg)["log"]
+    log = train_lm_grpo(tiny_model(tok), tok, train, test, cfg)["log"]
     assert log["degenerate_fraction"] == [1.0] and log["reward_mean"] == [0.0]
 
 
@@ -150,14 +150,14 @@ def test_a_pool_run_practises_only_the_pool_and_evaluates_it(setup):
     """Problems past the pool hold a character the tokenizer never saw, so drawing one would raise."""
     train, test, tok = setup
     poisoned = train[:3] + [{"question": "\u00a7", "answer": "#### 1"}] * 20
-    out = train_grpo(tiny_model(tok), tok, poisoned, test, RunConfig(**TINY, train_pool=3, beta=0.0))
+    out = train_lm_grpo(tiny_model(tok), tok, poisoned, test, RunConfig(**TINY, train_pool=3, beta=0.0))
     ev = out["evals"]
     assert len(ev["pool_greedy"]) == len(ev["pool_sampled"]) == len(ev["iteration"]) == 3
-    assert "pool_greedy" not in train_grpo(tiny_model(tok), tok, train, test, RunConfig(**TINY))["evals"]
+    assert "pool_greedy" not in train_lm_grpo(tiny_model(tok), tok, train, test, RunConfig(**TINY))["evals"]
 
 
 def capture_updates(monkeypatch):
-    """Wrap train_grpo's grpo_update: record each batch's rewards and, before any step, how far the
+    """Wrap train_lm_grpo's grpo_update: record each batch's rewards and, before any step, how far the
     fresh log-probs of pi_theta are from the sampler's pi_old."""
     import grpo.lm.rl as rl
     seen = []
@@ -180,7 +180,7 @@ def test_the_first_pass_at_reuse_1_is_on_policy(setup, monkeypatch):
     train, test, tok = setup
     seen = capture_updates(monkeypatch)
     cfg = RunConfig(**TINY, reward="short", beta=0.0, lr=1e-2)
-    out = train_grpo(tiny_model(tok, sft_steps=40, train=train), tok, train, test, cfg)
+    out = train_lm_grpo(tiny_model(tok, sft_steps=40, train=train), tok, train, test, cfg)
     assert len(seen) == cfg.iterations and all(s["tokens"] > 0 for s in seen)
     assert max(s["gap"] for s in seen) < 1e-5
     assert any((s["rewards"] != s["rewards"][:, :1]).any() for s in seen)      # advantages were not all 0
@@ -200,14 +200,14 @@ def test_dynamic_sampling_with_some_informative_groups_trains_on_those_only(setu
     monkeypatch.setattr(rl, "score", contrast_for_even_answers)
     seen = capture_updates(monkeypatch)
     cfg = RunConfig(**TINY, beta=0.0, dynamic_sampling=True)
-    log = train_grpo(tiny_model(tok), tok, train, test, cfg)["log"]
+    log = train_lm_grpo(tiny_model(tok), tok, train, test, cfg)["log"]
     assert any(d > 0 for d in log["degenerate_fraction"])               # degenerate groups were drawn
     for s in seen:
         r = s["rewards"]
         assert r.shape == (cfg.prompts, cfg.G)
         assert not (r == r[:, :1]).all(1).any()                           # no degenerate group kept
     seen.clear()
-    train_grpo(tiny_model(tok), tok, train, test, RunConfig(**TINY, beta=0.0))
+    train_lm_grpo(tiny_model(tok), tok, train, test, RunConfig(**TINY, beta=0.0))
     assert any((s["rewards"] == s["rewards"][:, :1]).all(1).any() for s in seen)   # without it: kept
 
 
@@ -216,11 +216,11 @@ def test_an_unreadable_reference_stops_the_run_before_any_compute(setup):
     train, test, tok = setup
     broken = [dict(train[0], answer="no number here")] + train[1:]
     with pytest.raises(ValueError, match="reference answer"):
-        train_grpo(tiny_model(tok), tok, broken, test, RunConfig(**TINY))
+        train_lm_grpo(tiny_model(tok), tok, broken, test, RunConfig(**TINY))
     with pytest.raises(ValueError, match="cannot fill a batch"):
-        train_grpo(tiny_model(tok), tok, train[:2], test, RunConfig(**TINY))
+        train_lm_grpo(tiny_model(tok), tok, train[:2], test, RunConfig(**TINY))
     with pytest.raises(ValueError, match="empty"):
-        train_grpo(tiny_model(tok), tok, train, [], RunConfig(**TINY))
+        train_lm_grpo(tiny_model(tok), tok, train, [], RunConfig(**TINY))
 
 
 def test_strict_score_needs_every_annotation_right():
@@ -230,7 +230,7 @@ def test_strict_score_needs_every_annotation_right():
     assert score(p, "#### 7", "strict") == 0.0                        # no calculation shown
     assert score(p, "<<3+4=8>>8\n#### 7") == 1.0                      # the verifier alone passes it
     with pytest.raises(ValueError, match="reward"):
-        train_grpo(None, None, [p] * 3, [p], RunConfig(reward="strictest", **TINY))
+        train_lm_grpo(None, None, [p] * 3, [p], RunConfig(reward="strictest", **TINY))
 
 
 def test_expert_iteration_trains_on_right_samples_only(setup, monkeypatch):
@@ -264,12 +264,12 @@ def test_held_out_outcomes_come_with_the_run(setup, monkeypatch):
     train, test, tok = setup
     monkeypatch.setattr(rl, "PROTOCOL", type("P", (), {"held_out": lambda self, n: test[:n], "eval_seed": 1,
                                                        "final_seed": 2})())
-    out = train_grpo(tiny_model(tok, sft_steps=30, train=train), tok, train, test,
+    out = train_lm_grpo(tiny_model(tok, sft_steps=30, train=train), tok, train, test,
                      RunConfig(held_out=5, **TINY))
     h = out["held_out"]
     assert h["greedy"].shape == (5,) and h["sampled"].shape == (5, TINY["eval_samples"])
     with pytest.raises(ValueError, match="held_out"):
-        train_grpo(None, tok, train, test, RunConfig(held_out=-1, **TINY))
+        train_lm_grpo(None, tok, train, test, RunConfig(held_out=-1, **TINY))
 
 
 def test_expert_iteration_strict_keeps_only_right_working(setup, monkeypatch):

@@ -58,7 +58,7 @@ def test_load_is_what_was_stored(tmp_path):
     shutil.copy(MODELS_DIR / SFT_TOKENIZER, models)
     assert sft_run.run_and_store(cfg, models_dir=models, directory=tmp_path) == tmp_path
     assert (models / SFT_CHECKPOINT).exists()
-    model, history = sft_run.load(cfg, directory=tmp_path)
+    model, history = sft_run.load_stored(cfg, directory=tmp_path)
     assert history["step"] == [1, 2, 3] and len(history["eval_greedy"]) == 1
     trained, _, again = sft_run.train_model(cfg)
     assert again == history

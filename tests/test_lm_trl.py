@@ -23,7 +23,7 @@ trl = pytest.importorskip("trl")
 
 from grpo.lm.grpo import PRESETS, group_advantages, grpo_loss  # noqa: E402
 from grpo.lm import data  # noqa: E402
-from grpo.lm.hf import prompt_text, tiny_causal_lm, trl_dataset, trl_reward  # noqa: E402
+from grpo.lm.hf import chat_prompt_text, tiny_causal_lm, trl_dataset, trl_reward  # noqa: E402
 
 torch.set_num_threads(1)
 PROBLEMS = [{"prompt": "Question: 2 + 3 = ?\nAnswer:", "answer": "#### 5"},
@@ -231,7 +231,8 @@ def test_one_offline_trl_step_with_our_verifier(tiny, tmp_path):
     model_dir, tokenizer = tiny
     rows = [data.make_problem(random.Random(i), 1) for i in range(2)]
     dataset = trl_dataset(rows, tokenizer)
-    assert dataset[0] == {"prompt": prompt_text(tokenizer, rows[0]["question"]), "answer": rows[0]["answer"]}
+    assert dataset[0] == {"prompt": chat_prompt_text(tokenizer, rows[0]["question"]),
+                          "answer": rows[0]["answer"]}
     calls = []
 
     def spy(completion, answer):                          # chapter 7's verifier, watched

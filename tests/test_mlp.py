@@ -71,8 +71,9 @@ def test_grpo_loss_grad_matches_autograd_of_grpo_loss():
     w = rng.uniform(0.5, 2, len(act)).astype(np.float64)
     z = torch.tensor(logits, requires_grad=True)
     logp = torch.log_softmax(z, -1).gather(1, torch.from_numpy(act)[:, None])[:, 0]
-    loss, clipped_t, k3_t = lander.grpo_loss(logp, torch.from_numpy(logp_old), torch.from_numpy(logp_ref),
-                                             torch.from_numpy(adv), torch.from_numpy(w), 0.2, 0.04)
+    loss, clipped_t, k3_t = lander.lander_grpo_loss(logp, torch.from_numpy(logp_old),
+                                                    torch.from_numpy(logp_ref), torch.from_numpy(adv),
+                                                    torch.from_numpy(w), 0.2, 0.04)
     loss.backward()
     d, clipped, k3 = lander.grpo_loss_grad(logits, act, logp_old, logp_ref, adv, w, 0.2, 0.04)
     assert 0 < clipped.sum() < len(act)            # both branches are exercised

@@ -11,7 +11,7 @@ import torch
 from grpo.experiments.ch12_practice import failure_runs as F
 from grpo.lm import addition as A
 from grpo.lm.grpo import grpo_loss
-from grpo.lm.rl import train_grpo
+from grpo.lm.rl import train_lm_grpo
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +39,7 @@ def test_a_stored_job_replays_its_first_iterations(starts, name, index):
     train, val, _ = A.make_addition_splits()
     model = A.addition_model(tok)
     model.load_state_dict(states[job.start])
-    log = train_grpo(model, tok, train, val, replace(job.cfg, iterations=2))["log"]   # in-process
+    log = train_lm_grpo(model, tok, train, val, replace(job.cfg, iterations=2))["log"]   # in-process
     for key in ("reward_mean", "clip_fraction", "degenerate_fraction", "kl_mean"):
         np.testing.assert_allclose(log[key], stored[key][:2], rtol=1e-9, atol=1e-12, err_msg=key)
 

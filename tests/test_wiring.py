@@ -55,7 +55,7 @@ def _adam(params, cfg):
 
 
 def lander_grpo_reference(spec, iterations=2):
-    """lander.train_grpo's first iterations with torch modules and autograd: the same episodes
+    """lander.train_lander_grpo's first iterations with torch modules and autograd: the same episodes
     (the same generator, drawn in the same order), outcome advantages, 1/L weights, the clipped
     surrogate minus beta * k3 to the reference (refreshed every ref_every iterations),
     clip_grad_norm_, Adam. Returns the weights and the env steps after each iteration. From the
@@ -101,7 +101,7 @@ def _close(a, b, tol=1e-9):
 
 
 GRPO_SPEC = lander.RunSpec("grpo", 1, 1, eval_every=10**9, val_episodes=1, test_episodes=1,
-                           config=lander.GRPOConfig(prompts=2, group_size=4, epochs=2))
+                           config=lander.LanderGRPOConfig(prompts=2, group_size=4, epochs=2))
 
 
 @pytest.fixture(scope="module")
@@ -187,7 +187,7 @@ def test_one_lander_ppo_iteration_is_the_autograd_reference(monkeypatch):
 
 
 # ---------------------------------------------------------------------------------------------
-# The small LM (chapter 8): one GRPO iteration of lm.rl.train_grpo
+# The small LM (chapter 8): one GRPO iteration of lm.rl.train_lm_grpo
 # ---------------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def lm_setup():
@@ -205,7 +205,7 @@ def lm_setup():
 
 
 def lm_reference(model, tok, train, cfg):
-    """train_grpo's iterations written out: the same draws (prompts, then the sampler), log-probs of
+    """train_lm_grpo's iterations written out: the same draws (prompts, then the sampler), log-probs of
     the full joined sequences (token_logprobs, not the grouped forward the loop uses), the loss term
     by term as DeepSeekMath's eq. 3 (1/|o_i|, z-scored advantages, the clip, beta * k3 to the
     start), clip_grad_norm_ and one Adam step at the warm-up's lr per iteration. From the second
@@ -249,7 +249,7 @@ def test_two_lm_grpo_iterations_are_the_autograd_reference(lm_setup, monkeypatch
     cfg = rl.RunConfig(iterations=2, prompts=3, G=4, max_new_tokens=12, lr=1e-2, warmup=5, beta=0.04,
                        eval_every=10, eval_problems=1, eval_samples=1, eval_at_start=False, reward="short")
     want = lm_reference(model, tok, train, cfg)
-    got = rl.train_grpo(copy.deepcopy(model), tok, train, test, cfg)["state"]
+    got = rl.train_lm_grpo(copy.deepcopy(model), tok, train, test, cfg)["state"]
     assert _close(got, want, 1e-10)
     assert not _close(model.state_dict(), want, 1e-6)                 # the steps moved the weights
     real = rl.grpo_update                                             # pi_old and pi_ref swapped:
@@ -257,9 +257,9 @@ def test_two_lm_grpo_iterations_are_the_autograd_reference(lm_setup, monkeypatch
     def swapped(logprobs, optimizer, mask, rewards, logp_old=None, logp_ref=None, **kw):
         return real(logprobs, optimizer, mask, rewards, logp_old=logp_ref, logp_ref=logp_old, **kw)
     monkeypatch.setattr(rl, "grpo_update", swapped)
-    assert not _close(rl.train_grpo(copy.deepcopy(model), tok, train, test, cfg)["state"], want, 1e-6)
+    assert not _close(rl.train_lm_grpo(copy.deepcopy(model), tok, train, test, cfg)["state"], want, 1e-6)
     monkeypatch.setattr(rl, "grpo_update", lambda *a, **k: {"loss": 0.0, "reward_mean": 0.0,
                                                             "degenerate_fraction": 0.0, "clip_fraction": 0.0,
                                                             "completion_length_mean": 0.0,
                                                             "entropy_mean": 0.0})   # a no-op update
-    assert not _close(rl.train_grpo(copy.deepcopy(model), tok, train, test, cfg)["state"], want, 1e-6)
+    assert not _close(rl.train_lm_grpo(copy.deepcopy(model), tok, train, test, cfg)["state"], want, 1e-6)

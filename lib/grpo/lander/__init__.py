@@ -8,30 +8,30 @@ with GAE; GRPO is PPO minus the critic.
 Modules (everything is re-exported here, so ``from grpo import lander; lander.train(...)`` works):
     env         the environment, the networks, rollouts (``play_episodes``, ``StepCollector``),
                 episode outcomes, held-out evaluation (``Evaluator``) and ``fly`` for animations
-    objectives  outcome and process advantages, the controls' baselines, GAE, ``grpo_loss`` and the
-                closed-form gradients ``grpo_loss_grad`` / ``ppo_loss_grad``
-    trainers    the configs, ``RunSpec``, ``train_actor_critic``, ``train_grpo`` (plain GRPO;
+    objectives  outcome and process advantages, the controls' baselines, GAE, ``lander_grpo_loss``
+                and the closed-form gradients ``grpo_loss_grad`` / ``ppo_loss_grad``
+    trainers    the configs, ``RunSpec``, ``train_actor_critic``, ``train_lander_grpo`` (plain GRPO;
                 ``GRPOControls`` attaches the controls' baselines and the diagnostics), ``train``,
-                ``run_all``
+                ``run_lander_specs``
     report      ``summarize``: one algorithm's per-seed runs as a registry entry
     (chapter 6's stored runs and studies are in ``grpo.experiments.ch06_lander``)
 """
 # ruff: noqa: F401  (re-exported: chapter 6, the tests and the benches use ``lander.<name>``)
 from .env import (ENV_ID, MAIN_ENGINE, N_ACTIONS, NO_ENGINE, OBS_DIM, SLEEP_STEPS, SOLVED,
-                  TEST_SEED0, TIME_LIMIT, TRAIN_SEEDS, VAL_SEED0, MLP, Episodes, Evaluator, Steps,
-                  StepCollector, check_obs, entropy_of, episode_outcomes, fly, load_actor,
-                  log_softmax, make_actor, make_critic, make_env, mlp, play_episodes, policy_logits,
-                  sample_actions, sleep_gate, start_obs, visited_state_entropy)
+                  TEST_SEED0, TIME_LIMIT, TRAIN_SEEDS, VAL_SEED0, MLP, Episodes, Evaluator,
+                  LanderSteps, StepCollector, check_obs, entropy_of, episode_outcomes, fly,
+                  load_actor, log_softmax, make_actor, make_critic, make_env, mlp, play_episodes,
+                  policy_logits, sample_actions, sleep_gate, start_obs, visited_state_entropy)
 from .objectives import (GROUP_EPS, baseline_advantages, ended_at_terminal, episode_gae,
-                         explained_variance, gae, grpo_loss, grpo_loss_grad, outcome_advantages,
-                         ppo_loss_grad, process_advantages, ratio_stats, returns_to_go,
-                         step_weights, surrogate_slope, time_baseline)
+                         explained_variance, gae, grpo_loss_grad, lander_grpo_loss,
+                         outcome_advantages, ppo_loss_grad, process_advantages, ratio_stats,
+                         returns_to_go, step_weights, surrogate_slope, time_baseline)
 from .report import summarize
 from .trainers import (A2C_CONFIG, ALGOS, DEFAULT_CONFIGS, DIAGNOSTICS, ActorCriticConfig,
-                       GRPOConfig, GRPOControls, LEARNED_BASELINES, PPO_DIAGNOSTICS, RunSpec,
-                       critic_inputs, critic_values, episode_advantages, gae_targets,
-                       gradient_agreement, log_diagnostics, run_all, train, train_actor_critic,
-                       train_grpo)
+                       LanderGRPOConfig, GRPOControls, LEARNED_BASELINES, PPO_DIAGNOSTICS, RunSpec,
+                       critic_inputs, lander_critic_values, episode_advantages, gae_targets,
+                       gradient_agreement, log_diagnostics, run_lander_specs, train,
+                       train_actor_critic, train_lander_grpo)
 
 __all__ = [name for name in dir() if not name.startswith("__")
            and name not in ("env", "objectives", "report", "trainers")]

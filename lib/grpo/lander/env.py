@@ -219,7 +219,7 @@ def sleep_gate(actor, ep: Episodes) -> dict:
 
 
 @dataclass
-class Steps:
+class LanderSteps:
     """n_steps x n_envs transitions from running envs;
     truncated episodes' last obs kept for bootstrap."""
     obs: np.ndarray          # (T, N, 8)
@@ -243,7 +243,7 @@ class StepCollector:
     def _prompt(self) -> int:
         return int(self.rng.integers(*TRAIN_SEEDS))
 
-    def collect(self, actor, n_steps: int) -> Steps:
+    def collect(self, actor, n_steps: int) -> LanderSteps:
         N = len(self.envs)
         obs, actions = np.zeros((n_steps, N, OBS_DIM), np.float32), np.zeros((n_steps, N), np.int64)
         rewards, dones = np.zeros((n_steps, N)), np.zeros((n_steps, N), bool)
@@ -265,7 +265,7 @@ class StepCollector:
                     o, _ = env.reset(seed=self._prompt())
                 next_obs.append(o)
             rewards[t], self.obs = step_rewards, np.stack(next_obs)
-        return Steps(obs, actions, rewards, dones, truncated, self.obs.copy(), finished)
+        return LanderSteps(obs, actions, rewards, dones, truncated, self.obs.copy(), finished)
 
 
 # ---------------------------------------------------------------------------------------------

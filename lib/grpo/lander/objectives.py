@@ -5,9 +5,9 @@ Outcome GRPO z-scores the G returns of a group (``grpo.objectives.group_advantag
 and broadcasts the result to every step of the episode; process GRPO normalises the per-step
 rewards over the whole group and sums them to the episode's end (``process_advantages``). Both
 trainers' policy step ascends the clipped surrogate of ``grpo.surrogate.clipped_surrogate``
-(``grpo_loss``) through its closed-form slope (``surrogate_slope``). The gradients are written out
-(``grpo_loss_grad``, ``ppo_loss_grad``) because autograd's per-op overhead dominates on minibatches
-of 64; the tests check them against autograd.
+(``lander_grpo_loss``) through its closed-form slope (``surrogate_slope``). The gradients are
+written out (``grpo_loss_grad``, ``ppo_loss_grad``) because autograd's per-op overhead dominates on
+minibatches of 64; the tests check them against autograd.
 """
 from __future__ import annotations
 
@@ -133,7 +133,7 @@ def gae(rewards, values, dones, last_values, gamma: float, lam: float):
     return adv, adv + values
 
 
-def grpo_loss(logp, logp_old, logp_ref, adv, w, clip: float, beta: float):
+def lander_grpo_loss(logp, logp_old, logp_ref, adv, w, clip: float, beta: float):
     """-mean(w * (surrogate - beta * k3)): the GRPO objective as a loss; also returns
     (clipped, k3)."""
     surr, clipped = clipped_surrogate(logp, logp_old, adv, clip)
@@ -168,8 +168,8 @@ def _logits_grad(logp_all, actions, d_logp) -> np.ndarray:
 
 
 def grpo_loss_grad(logits, actions, logp_old, logp_ref, adv, w, clip: float, beta: float):
-    """``grpo_loss``'s gradient with respect to the logits, in closed form (the tests check it
-    against autograd); k3's slope in logp is 1 - exp(logp_ref - logp). Returns
+    """``lander_grpo_loss``'s gradient with respect to the logits, in closed form (the tests check
+    it against autograd); k3's slope in logp is 1 - exp(logp_ref - logp). Returns
     (d loss/d logits, clipped, k3)."""
     _check_rows(logits, actions, logp_old, logp_ref, adv, w)
     logp_all = log_softmax(logits)

@@ -97,7 +97,7 @@ A2C_CONFIG = ActorCriticConfig(n_envs=8, n_steps=5, gamma=0.995, lam=1.0, epochs
 
 
 @dataclass(frozen=True)
-class GRPOConfig:
+class LanderGRPOConfig:
     """Outcome GRPO as the published port ran it; ``process=True`` swaps in per-step credit."""
     group_size: int = 16         # G episodes per prompt
     prompts: int = 4             # B prompts per iteration: 64 episodes
@@ -154,12 +154,12 @@ class GRPOConfig:
                                                      "gae": "grpo_gae"}[self.baseline]
 
 
-DEFAULT_CONFIGS = {"ppo": ActorCriticConfig(), "a2c": A2C_CONFIG, "grpo": GRPOConfig(),
-                   "grpo_process": GRPOConfig(process=True),
-                   "grpo_value": GRPOConfig(baseline="value"),
-                   "grpo_time": GRPOConfig(baseline="time"),
-                   "grpo_value_time": GRPOConfig(baseline="value_time"),
-                   "grpo_gae": GRPOConfig(baseline="gae")}
+DEFAULT_CONFIGS = {"ppo": ActorCriticConfig(), "a2c": A2C_CONFIG, "grpo": LanderGRPOConfig(),
+                   "grpo_process": LanderGRPOConfig(process=True),
+                   "grpo_value": LanderGRPOConfig(baseline="value"),
+                   "grpo_time": LanderGRPOConfig(baseline="time"),
+                   "grpo_value_time": LanderGRPOConfig(baseline="value_time"),
+                   "grpo_gae": LanderGRPOConfig(baseline="gae")}
 LEARNED_BASELINES = ("value", "value_time", "gae")     # the GRPO controls that train a critic
 
 
@@ -183,8 +183,8 @@ class RunSpec:
             checks.integer(f"RunSpec.{field_name}", getattr(self, field_name), minimum=1)
         checks.optional(checks.number, "RunSpec.stop_at", self.stop_at)
         cfg = self.resolved_config()
-        if not isinstance(cfg, (ActorCriticConfig, GRPOConfig)):
-            raise ValueError(f"RunSpec.config must be an ActorCriticConfig or a GRPOConfig, "
+        if not isinstance(cfg, (ActorCriticConfig, LanderGRPOConfig)):
+            raise ValueError(f"RunSpec.config must be an ActorCriticConfig or a LanderGRPOConfig, "
                              f"got {type(cfg).__name__}")
         # the label is what the config runs, never a second opinion
         if cfg.algo != self.algo:
@@ -327,7 +327,7 @@ def gae_targets(s, vf, gamma: float, lam: float):
     return values, adv, ret
 
 
-def critic_inputs(cfg: GRPOConfig, ep) -> np.ndarray:
+def critic_inputs(cfg: LanderGRPOConfig, ep) -> np.ndarray:
     """What a GRPO control's critic sees at every step: the observation, and for V(s, t) the step's
     time, t / TIME_LIMIT (so the time limit is part of the state and needs no bootstrap)."""
     obs = np.concatenate(ep.obs)
@@ -337,13 +337,13 @@ def critic_inputs(cfg: GRPOConfig, ep) -> np.ndarray:
     return np.column_stack([obs, t])
 
 
-def critic_values(vf, x, scale: float = 1.0) -> np.ndarray:
+def lander_critic_values(vf, x, scale: float = 1.0) -> np.ndarray:
     """A GRPO control's V at inputs ``x``: the critic's output times ``scale`` (it fits target /
     scale, so targets in the hundreds stay O(1) for the network)."""
     return vf.forward(x)[:, 0] * scale
 
 
-def episode_advantages(cfg: GRPOConfig, ep, vf=None):
+def episode_advantages(cfg: LanderGRPOConfig, ep, vf=None):
     """Per-step advantages of one batch of groups: outcome GRPO's z-scored return broadcast to every
     step (or R - mean without ``scale_by_std``), process GRPO's summed normalised rewards, or a
     control's: the return-to-go minus a baseline (a learned V(s) or V(s, t) ``vf``, or the group's
@@ -358,15 +358,15 @@ def episode_advantages(cfg: GRPOConfig, ep, vf=None):
         adv = group_advantages(groups, "zscore" if cfg.scale_by_std else "center", GROUP_EPS)
         return np.repeat(adv.ravel(), ep.lengths), None
     if cfg.baseline == "gae":
-        values = critic_values(vf, critic_inputs(cfg, ep), cfg.value_scale)
-        last_values = critic_values(vf, np.stack(ep.last_obs), cfg.value_scale)
+        values = lander_critic_values(vf, critic_inputs(cfg, ep), cfg.value_scale)
+        last_values = lander_critic_values(vf, np.stack(ep.last_obs), cfg.value_scale)
         adv, targets = episode_gae(ep.rewards, values, ended_at_terminal(ep), last_values,
                                    cfg.gamma, cfg.lam)
         return baseline_advantages(adv, np.zeros_like(adv)), targets
     to_go = np.concatenate(returns_to_go(ep.rewards))
     if vf is not None:
         return baseline_advantages(to_go,
-                                   critic_values(vf, critic_inputs(cfg, ep),
+                                   lander_critic_values(vf, critic_inputs(cfg, ep),
                                                  cfg.value_scale)), to_go
     return baseline_advantages(to_go,
                                time_baseline(returns_to_go(ep.rewards), cfg.group_size)), None
@@ -378,8 +378,8 @@ DIAGNOSTICS = ("env_steps", "group_std", "degenerate", "near_degenerate", "kl_me
 PPO_DIAGNOSTICS = ("env_steps", "clip_fraction_study", "approx_kl", "explained_variance", "entropy")
 
 
-def log_diagnostics(diag: dict, steps: int, cfg: GRPOConfig, ep, clip_fracs, kls, grads, actor,
-                    ratios=(), value_ev: float = float("nan")) -> None:
+def log_diagnostics(diag: dict, steps: int, cfg: LanderGRPOConfig, ep, clip_fracs, kls, grads,
+                    actor, ratios=(), value_ev: float = float("nan")) -> None:
     """One iteration's GRPO diagnostics: group return spread, degenerate groups, the k3 KL of the
     last epoch, the clip fraction (steps where the clipped branch won) and SB3's (|rho - 1| > clip)
     and approx-KL to pi_old over every minibatch step (``ratios``: ``ratio_stats`` per step), the
@@ -418,14 +418,14 @@ def summarize_diagnostics(diag: dict, critic: bool) -> dict:
 
 class GRPOControls:
     """What the chapter's control runs and diagnostics add to plain GRPO, attached from outside the
-    loop ``train_grpo`` prints. The controls keep GRPO's batches and update and change only the
-    baseline: ``"value"`` a learned V(s), advantage G_t - V(s_t) (lambda = 1, no GAE);
+    loop ``train_lander_grpo`` prints. The controls keep GRPO's batches and update and change only
+    the baseline: ``"value"`` a learned V(s), advantage G_t - V(s_t) (lambda = 1, no GAE);
     ``"value_time"`` the same with V(s, t); ``"time"`` the group's mean G_t at the same step index;
     ``"gae"`` PPO's credit, GAE(gamma, lam) from a learned V(s). A learned baseline's critic takes
     its own Adam step on each minibatch. Every run logs ``log_diagnostics``' row per iteration;
     plain GRPO has no critic, and its diagnostics only watch."""
 
-    def __init__(self, spec: RunSpec, cfg: GRPOConfig):
+    def __init__(self, spec: RunSpec, cfg: LanderGRPOConfig):
         self.cfg, self.diag, self.adam_steps = cfg, {k: [] for k in DIAGNOSTICS}, 0
         self.critic = (FlatMLP(make_critic(spec.seed, OBS_DIM + (cfg.baseline == "value_time")))
                        if cfg.baseline in LEARNED_BASELINES else None)
@@ -439,8 +439,8 @@ class GRPOControls:
         adv, self.to_go = episode_advantages(cfg, ep, vf)
         self.critic_in = None if vf is None else critic_inputs(cfg, ep)
         self.value_ev = (np.nan if vf is None else
-                         explained_variance(critic_values(vf, self.critic_in, cfg.value_scale),
-                                            self.to_go))
+                         explained_variance(
+                             lander_critic_values(vf, self.critic_in, cfg.value_scale), self.to_go))
         self.ep, self.clip_fracs, self.kls, self.grads, self.ratios = ep, [], [], [], []
         return adv
 
@@ -470,7 +470,7 @@ class GRPOControls:
                 "iterations": iterations, "adam_steps": self.adam_steps, "diagnostics": self.diag}
 
 
-def train_grpo(spec: RunSpec, progress=None) -> dict:
+def train_lander_grpo(spec: RunSpec, progress=None) -> dict:
     """GRPO: B prompts x G episodes, group-relative advantage, clipped update + beta*k3, no critic.
     The controls (another baseline) and the diagnostics attach through ``GRPOControls``."""
     cfg = spec.resolved_config()
@@ -543,11 +543,11 @@ def train(spec: RunSpec, progress=None) -> dict:
     torch.set_num_threads(1)
     if not isinstance(spec, RunSpec):     # a RunSpec checked itself when it was made
         raise ValueError(f"spec must be a RunSpec, got {type(spec).__name__}")
-    trainer = train_grpo if spec.algo.startswith("grpo") else train_actor_critic
+    trainer = train_lander_grpo if spec.algo.startswith("grpo") else train_actor_critic
     return trainer(spec, progress)
 
 
-def run_all(specs, workers: int = 2) -> list:
+def run_lander_specs(specs, workers: int = 2) -> list:
     """Train every spec in ``workers`` spawned processes, one torch thread each; results in spec
     order.
 

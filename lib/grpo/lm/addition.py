@@ -25,7 +25,7 @@ import torch
 from grpo.pool import parallel_map
 
 from .model import GPT, GPTConfig
-from .rl import RunConfig, outcomes, train_grpo
+from .rl import RunConfig, outcomes, train_lm_grpo
 from .tokenizer import Tokenizer
 from .train import SFTConfig, sft
 
@@ -115,9 +115,8 @@ class Job:
     start: int | str
     cfg: RunConfig | SFTConfig | None   # GRPO, continued SFT, or None: evaluate the start itself
     samples: int = EVAL_SAMPLES         # sampled test outcomes per problem (4 is enough for a mean)
-    # > 0: also this many samples on the first MANY_PROBLEMS test
-    many_samples: int = 0
-    #                                     problems (pass@k to large k)
+    many_samples: int = 0               # > 0: also this many samples on the first MANY_PROBLEMS
+                                        # test problems (pass@k to large k)
 
 
 def _run(args) -> dict:
@@ -129,7 +128,7 @@ def _run(args) -> dict:
     model.load_state_dict(state)
     out = {"start": job.start}
     if isinstance(job.cfg, RunConfig):
-        run = train_grpo(model, tok, train, val, job.cfg)
+        run = train_lm_grpo(model, tok, train, val, job.cfg)
         out.update(log=run["log"], evals=run["evals"])
     elif isinstance(job.cfg, SFTConfig):
         out["history"] = sft(model, tok, train, val, job.cfg)

@@ -1,6 +1,6 @@
 """GRPO on chapter 7's small GPT: the training loop of chapter 8, and expert iteration.
 
-``train_grpo(policy, tok, train, test, cfg)`` is one flat loop, top to bottom:
+``train_lm_grpo(policy, tok, train, test, cfg)`` is one flat loop, top to bottom:
 
     sample G completions per prompt (chapter 7's sampler, which also returns pi_old's log-probs)
     -> score them with the verifier -> read the frozen reference's log-probs (when beta > 0)
@@ -8,7 +8,7 @@
 
 Every choice is a field of ``RunConfig``, so an ablation is a one-field change. Evaluation lives in
 ``grpo.lm.eval`` (``evaluate``, ``outcomes``, ``pass_at_k``, ``score``; re-exported here).
-``run_all`` trains several configs in parallel worker processes.
+``run_lm_configs`` trains several configs in parallel worker processes.
 """
 from __future__ import annotations
 
@@ -65,7 +65,7 @@ class RunConfig(LossOptions):
     held_out: int = 0
     # > 0: practise on the first N training problems only, evaluate them
     train_pool: int = 0
-    # run_all's start: "worked" (chapter 7) | "answer_only" (its twin)
+    # run_lm_configs's start: "worked" (chapter 7) | "answer_only" (its twin)
     answer_format: str = "worked"
     seed: int = 0
 
@@ -163,7 +163,7 @@ def _degenerate(groups: list[Group]) -> float:
     return float(np.mean([bool((g.rewards == g.rewards[0]).all()) for g in groups]))
 
 
-def train_grpo(policy, tok, train: list[dict], test: list[dict], cfg: RunConfig,
+def train_lm_grpo(policy, tok, train: list[dict], test: list[dict], cfg: RunConfig,
                progress=None) -> dict:
     """Train ``policy`` in place with GRPO; return its per-iteration log and held-out
     evaluations."""
@@ -265,8 +265,8 @@ def _evaluate_into(evals, it, policy, tok, train, test, cfg) -> None:
 
 def continued_sft(model, tok, train, test, cfg: SFTConfig, eval_problems: int = 500,
                   eval_samples: int = 4, eval_temperature: float = 0.7, held_out: int = 0) -> dict:
-    """The control: more SFT from the same checkpoint, evaluated as ``train_grpo`` evaluates (with
-    ``held_out``, also its per-problem outcomes on ``PROTOCOL.held_out(held_out)``)."""
+    """The control: more SFT from the same checkpoint, evaluated as ``train_lm_grpo`` evaluates
+    (with ``held_out``, also its per-problem outcomes on ``PROTOCOL.held_out(held_out)``)."""
     history = sft(model, tok, train, test, cfg)
     out = {"history": history, "evals": evaluate(model, tok, test[:eval_problems], eval_samples,
                                                  eval_temperature, seed=PROTOCOL.eval_seed)}
@@ -367,8 +367,8 @@ def expert_iteration(policy, tok, train: list[dict], test: list[dict], cfg: EICo
 
 
 def run_job(cfg, sft_held_out: int = 0) -> dict:
-    """One of ``run_all``'s jobs, in this process: ``cfg`` (a ``RunConfig`` or an ``SFTConfig``)
-    from chapter 7's checkpoint, as ``run_all`` describes."""
+    """One of ``run_lm_configs``'s jobs, in this process: ``cfg`` (a ``RunConfig`` or an
+    ``SFTConfig``) from chapter 7's checkpoint, as ``run_lm_configs`` describes."""
     from .data import answer_only
     from .train import ANSWER_ONLY_CHECKPOINT, SFT_CHECKPOINT, load_sft
     torch.set_num_threads(1)
@@ -379,16 +379,16 @@ def run_job(cfg, sft_held_out: int = 0) -> dict:
         train, test = answer_only(train), answer_only(test)
     if isinstance(cfg, SFTConfig):
         return continued_sft(model, tok, train, test, cfg, held_out=sft_held_out)
-    return train_grpo(model, tok, train, test, cfg)
+    return train_lm_grpo(model, tok, train, test, cfg)
 
 
 def _run_packed_job(job: tuple) -> dict:
     return run_job(*job)
 
 
-def run_all(configs, workers: int = 2, sft_held_out: int = 0) -> list[dict]:
+def run_lm_configs(configs, workers: int = 2, sft_held_out: int = 0) -> list[dict]:
     """From chapter 7's SFT checkpoint (or, with ``answer_format="answer_only"``, its answer-only
-    twin on answer-only problems), run each config (a ``RunConfig``: ``train_grpo``; an
+    twin on answer-only problems), run each config (a ``RunConfig``: ``train_lm_grpo``; an
     ``SFTConfig``: ``continued_sft``, scored on ``PROTOCOL.held_out(sft_held_out)`` when > 0) in
     ``workers`` spawned processes with one torch thread each; results in config order, independent
     of which worker ran what."""
@@ -398,5 +398,5 @@ def run_all(configs, workers: int = 2, sft_held_out: int = 0) -> list[dict]:
                         desc="GRPO runs")
 
 
-__all__ = ["RunConfig", "train_grpo", "EIConfig", "expert_iteration", "evaluate", "outcomes",
-           "pass_at_k", "continued_sft", "run_all", "run_job", "score"]
+__all__ = ["RunConfig", "train_lm_grpo", "EIConfig", "expert_iteration", "evaluate", "outcomes",
+           "pass_at_k", "continued_sft", "run_lm_configs", "run_job", "score"]

@@ -1,7 +1,7 @@
 """Chapter 6's stored study: what outcome GRPO's failure on LunarLander is made of.
 
 Every arm trains on GRPO's own batches (B prompts x G episodes, the clip, k3 and Adam of
-``train_grpo``) and changes one thing:
+``train_lander_grpo``) and changes one thing:
 
     the credit-assignment ladder (only the advantage changes)
         outcome      the group's z-scored return on every step (the chapter's GRPO)
@@ -34,19 +34,19 @@ import numpy as np
 from grpo.pool import parallel_map
 from grpo.files import json_ready
 from grpo.runstore import command_line, cpu_timed, read_json, run_dir, write_json
-from grpo.lander.trainers import DIAGNOSTICS, GRPOConfig, RunSpec, train
+from grpo.lander.trainers import DIAGNOSTICS, LanderGRPOConfig, RunSpec, train
 
 VALUE_SCALE = 100.0   # the size of the landing and crash rewards (+-100)
 ARMS = {
-    "outcome": GRPOConfig(),
-    "value_time": GRPOConfig(baseline="value_time"),
-    "gae": GRPOConfig(baseline="gae"),
-    "value_time_scaled": GRPOConfig(baseline="value_time", value_scale=VALUE_SCALE),
-    "gae_scaled": GRPOConfig(baseline="gae", value_scale=VALUE_SCALE),
-    "w1": GRPOConfig(length_weights=False),
-    "beta0": GRPOConfig(beta=0.0),
-    "no_std": GRPOConfig(scale_by_std=False),
-    "G4xB16": GRPOConfig(group_size=4, prompts=16),
+    "outcome": LanderGRPOConfig(),
+    "value_time": LanderGRPOConfig(baseline="value_time"),
+    "gae": LanderGRPOConfig(baseline="gae"),
+    "value_time_scaled": LanderGRPOConfig(baseline="value_time", value_scale=VALUE_SCALE),
+    "gae_scaled": LanderGRPOConfig(baseline="gae", value_scale=VALUE_SCALE),
+    "w1": LanderGRPOConfig(length_weights=False),
+    "beta0": LanderGRPOConfig(beta=0.0),
+    "no_std": LanderGRPOConfig(scale_by_std=False),
+    "G4xB16": LanderGRPOConfig(group_size=4, prompts=16),
 }
 LADDER = ("outcome", "value_time", "gae", "value_time_scaled", "gae_scaled")
 ABLATIONS = ("w1", "beta0", "no_std", "G4xB16")

@@ -42,15 +42,16 @@ from grpo.stats import interval_p_value, t975
 from grpo.lander.env import (OBS_DIM, TRAIN_SEEDS, StepCollector, make_actor,
                              make_critic, make_env, play_episodes)
 from grpo.lander.objectives import grpo_loss_grad, ppo_loss_grad, step_weights
-from grpo.lander.trainers import (LEARNED_BASELINES, ActorCriticConfig, GRPOConfig, RunSpec,
+from grpo.lander.trainers import (LEARNED_BASELINES, ActorCriticConfig, LanderGRPOConfig, RunSpec,
                                   episode_advantages, gae_targets, train)
 
 METHODS = {
     "ppo": ActorCriticConfig(),
-    "grpo": GRPOConfig(),
-    "grpo_value": GRPOConfig(baseline="value"),
-    "grpo_gae": GRPOConfig(baseline="gae"),
-    "grpo_gae_scaled": GRPOConfig(baseline="gae", value_scale=100.0),   # the critic that learns
+    "grpo": LanderGRPOConfig(),
+    "grpo_value": LanderGRPOConfig(baseline="value"),
+    "grpo_gae": LanderGRPOConfig(baseline="gae"),
+    # the critic that learns
+    "grpo_gae_scaled": LanderGRPOConfig(baseline="gae", value_scale=100.0),
 }
 CHECKPOINTS = (100_000, 300_000, 500_000)
 BATCHES = 8                      # K independent batches per checkpoint
@@ -80,7 +81,7 @@ def batch_gradient(cfg, actor_state, critic_flat,
     """One independent batch drawn as ``cfg``'s trainer draws it, and the actor's full-batch
     gradient of that trainer's loss at the update's first step; also the batch's env steps."""
     actor, pi, vf = _load(cfg, actor_state, critic_flat)
-    if isinstance(cfg, GRPOConfig):
+    if isinstance(cfg, LanderGRPOConfig):
         envs = [make_env() for _ in range(cfg.group_size * cfg.prompts)]
         prompts = rng.integers(*TRAIN_SEEDS, size=cfg.prompts)
         ep = play_episodes(envs, np.repeat(prompts, cfg.group_size), actor, rng)
@@ -140,11 +141,11 @@ def jackknife(grads) -> dict:
     return out
 
 
-def difference(a: dict, b: dict, key: str = "snr") -> dict:
-    """``a[key] - b[key]`` for two measured checkpoints (``measure``'s rows), with a 95% interval
-    from their jackknife standard errors (each half-width / t(0.975, K - 1), combined in quadrature,
-    times the same t) and the two-sided t-test p-value on K - 1 dof that the interval inverts, for
-    ``stats.holm``."""
+def snr_difference(a: dict, b: dict, key: str = "snr") -> dict:
+    """``a[key] - b[key]`` for two measured checkpoints (``measure_gradient_noise``'s rows), with a
+    95% interval from their jackknife standard errors (each half-width / t(0.975, K - 1), combined
+    in quadrature, times the same t) and the two-sided t-test p-value on K - 1 dof that the interval
+    inverts, for ``stats.holm``."""
     K = len(a["grad_norms"])
     se = [(c[f"{key}_ci95"][1] - c[f"{key}_ci95"][0]) / 2 / t975(K - 1) for c in (a, b)]
     diff, half = a[key] - b[key], t975(K - 1) * math.hypot(*se)
@@ -157,7 +158,7 @@ def _checkpoint(snapshots, steps: int):
     return next((s, w) for s, w in snapshots if s >= steps)
 
 
-def measure(method: str) -> dict:
+def measure_gradient_noise(method: str) -> dict:
     """Train ``method`` (seed ``SEED``, ``SCALE``), then at each checkpoint K batch gradients."""
     if method not in METHODS:
         raise ValueError(f"method must be one of {sorted(METHODS)}, got {method!r}")
@@ -165,7 +166,7 @@ def measure(method: str) -> dict:
     t0 = time.process_time()
     run = train(RunSpec(cfg.algo, SEED, config=cfg, **SCALE))
     train_cpu = time.process_time() - t0
-    has_critic = not isinstance(cfg, GRPOConfig) or cfg.baseline in LEARNED_BASELINES
+    has_critic = not isinstance(cfg, LanderGRPOConfig) or cfg.baseline in LEARNED_BASELINES
     out = {"method": method, "algo": cfg.algo, "train_cpu_s": round(train_cpu, 1),
            "checkpoints": []}
     for target in CHECKPOINTS:
@@ -185,7 +186,7 @@ def measure(method: str) -> dict:
 def run_study(workers: int = 2, methods=tuple(METHODS), kept: dict | None = None) -> dict:
     """``methods`` (default all), in ``workers`` spawned processes, with ``kept``'s other methods
     (a stored study's ``"methods"``); JSON-ready."""
-    results = parallel_map(measure, list(methods), workers, desc="gradient noise")
+    results = parallel_map(measure_gradient_noise, list(methods), workers, desc="gradient noise")
     measured = {**(kept or {}), **{r["method"]: r for r in results}}
     return {"methods": {m: measured[m] for m in METHODS if m in measured},
             "scale": {**SCALE, "seed": SEED, "checkpoints": list(CHECKPOINTS), "batches": BATCHES,
@@ -214,4 +215,4 @@ if __name__ == "__main__":
 
 
 __all__ = ["METHODS", "CHECKPOINTS", "BATCHES", "batch_gradient", "noise_measures", "jackknife",
-           "difference", "measure", "run_study", "load_study", "stored_path"]
+           "snr_difference", "measure_gradient_noise", "run_study", "load_study", "stored_path"]

@@ -11,9 +11,9 @@ bits on every run (a run is seeded by its spec alone), so the chapter reads them
     weights.npz   each run's actors (float64, exactly as trained): the argmax- and sampled-chosen
                   checkpoints and the final policy, and PPO's and GRPO's periodic snapshots
 
-``load`` rebuilds the results ``run_all(specs())`` returns, and refuses a file written for other
-specs. ``tests/test_lander_main_runs.py`` re-trains each algorithm's first iteration and checks it
-against the stored one.
+``load_stored`` rebuilds the results ``run_lander_specs(specs())`` returns, and refuses a file
+written for other specs. ``tests/test_lander_main_runs.py`` re-trains each algorithm's first
+iteration and checks it against the stored one.
 """
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ from grpo.files import json_ready
 from grpo.pool import parallel_map
 from grpo.runstore import (command_line, cpu_timed, read_arrays, read_json, run_dir, write_arrays,
                            write_json_rows)
-from grpo.lander.trainers import A2C_CONFIG, ActorCriticConfig, GRPOConfig, RunSpec, train
+from grpo.lander.trainers import A2C_CONFIG, ActorCriticConfig, LanderGRPOConfig, RunSpec, train
 
 SEEDS = (0, 1, 2)
 EVAL_EVERY, VAL_EPISODES, TEST_EPISODES = 100_000, 16, 50
@@ -42,9 +42,9 @@ ENV_STEPS = {
 CONFIGS = {
     "ppo": ActorCriticConfig(measure_gradients=True),
     "a2c": A2C_CONFIG,
-    "grpo": GRPOConfig(measure_gradients=True),
-    "grpo_value": GRPOConfig(baseline="value", measure_gradients=True),
-    "grpo_process": GRPOConfig(process=True, measure_gradients=True),
+    "grpo": LanderGRPOConfig(measure_gradients=True),
+    "grpo_value": LanderGRPOConfig(baseline="value", measure_gradients=True),
+    "grpo_process": LanderGRPOConfig(process=True, measure_gradients=True),
 }
 WEIGHTS = ("det_state", "sampled_state", "final_state")
 SNAPSHOTS_KEPT = ("ppo", "grpo")   # periodic snapshots (env steps, weights): the 1M runs' only
@@ -74,7 +74,7 @@ def _key(run: dict, which: str) -> str:
 
 
 def store(results: list, run_specs: list, cpu_s: list, directory: Path | None = None) -> Path:
-    """Write ``results`` (``run_all(run_specs)``'s) and each run's CPU seconds."""
+    """Write ``results`` (``run_lander_specs(run_specs)``'s) and each run's CPU seconds."""
     if len(results) != len(run_specs) or len(cpu_s) != len(run_specs):
         raise ValueError(f"results, run_specs and cpu_s must have one entry per run, got "
                          f"{len(results)}, {len(run_specs)} and {len(cpu_s)}")
@@ -99,9 +99,10 @@ def store(results: list, run_specs: list, cpu_s: list, directory: Path | None = 
     return directory
 
 
-def load(run_specs: list | None = None, directory: Path | None = None) -> list:
-    """The stored results, as ``run_all(run_specs)`` returns them (weights as torch tensors);
-    ``run_specs`` defaults to ``specs()`` and must be the ones the file was written for."""
+def load_stored(run_specs: list | None = None, directory: Path | None = None) -> list:
+    """The stored results, as ``run_lander_specs(run_specs)`` returns them (weights as torch
+    tensors); ``run_specs`` defaults to ``specs()`` and must be the ones the file was written
+    for."""
     run_specs = specs() if run_specs is None else list(run_specs)
     directory = Path(directory or stored_dir())
     payload = read_json(directory / "runs.json", MODULE)

@@ -8,7 +8,7 @@ The same bits on every CPU (the model computes in float64), and minutes of CPU (
     data/models/07_small_lm_answer_only.safetensors   the weights (float32, as every checkpoint)
     data/runs/07_small_lm/answer_only.json           its config, SFT log and CPU seconds, and its
                                                      outcomes on the test split, scored from the
-                                                     checkpoint as stored (``score``)
+                                                     checkpoint as stored (``score_answer_only``)
 
 ``load(cfg)`` returns the model and the record, and refuses a record written for another config.
 ``tests/test_lm_answer_only.py`` re-runs the first SFT steps against the stored log and re-scores
@@ -63,7 +63,7 @@ def train_model(cfg: SFTConfig = SFT, models_dir: Path = MODELS_DIR):
     return model, tok, sft(model, tok, train, test, cfg)
 
 
-def score(model, tok, problems) -> dict:
+def score_answer_only(model, tok, problems) -> dict:
     """Greedy and sampled (``SAMPLES`` at ``TEMPERATURE``, a generator seeded ``SAMPLE_SEED``)
     verifier rewards, as chapter 7 scores the control: ``{"greedy": (P,), "sampled": (P, n)}``."""
     greedy_texts = completions(model, tok, problems, max_new_tokens=MAX_NEW_TOKENS)
@@ -100,7 +100,7 @@ def _train_and_score(cfg: SFTConfig, models_dir: Path) -> tuple:
     model, tok, history = train_model(cfg, models_dir)
     save(model, models_dir / ANSWER_ONLY_CHECKPOINT)
     stored = load(models_dir / ANSWER_ONLY_CHECKPOINT)
-    return history, score(stored, tok, splits()[1])
+    return history, score_answer_only(stored, tok, splits()[1])
 
 
 def load_record(cfg: SFTConfig = SFT, path: Path | None = None) -> dict:
@@ -117,7 +117,7 @@ def load_record(cfg: SFTConfig = SFT, path: Path | None = None) -> dict:
     return record
 
 
-def load_model(cfg: SFTConfig = SFT, models_dir: Path = MODELS_DIR):
+def load_answer_only_model(cfg: SFTConfig = SFT, models_dir: Path = MODELS_DIR):
     """``(model, record)``: the stored checkpoint (computing in float64), ``load_record(cfg)``."""
     record = load_record(cfg)
     return load(Path(models_dir) / ANSWER_ONLY_CHECKPOINT), record
@@ -132,10 +132,10 @@ __all__ = [
     "INIT_SEED",
     "splits",
     "train_model",
-    "score",
+    "score_answer_only",
     "run_and_store",
     "load_record",
-    "load_model",
+    "load_answer_only_model",
 ]
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ sampled answers (README, "Long training is chaotic"). So the chapter reads the r
     data/runs/07_small_lm/sft_weights.safetensors the final weights in float64, exactly as trained
     data/models/07_small_lm_sft.safetensors       the same weights in float32: chapter 8's start
 
-``load(cfg, model_cfg)`` returns ``(model, history)`` as ``sft`` left them, and refuses a run
+``load_stored(cfg, model_cfg)`` returns ``(model, history)`` as ``sft`` left them, and refuses a run
 stored for another config. ``tests/test_lm_sft_run.py`` re-runs the first SFT steps against the
 stored log and checks the float32 checkpoint against the float64 weights.
 """
@@ -98,7 +98,8 @@ def load_record(
     return record
 
 
-def load(cfg: SFTConfig = SFT, model_cfg: GPTConfig | None = None, directory: Path | None = None):
+def load_stored(cfg: SFTConfig = SFT, model_cfg: GPTConfig | None = None,
+                directory: Path | None = None):
     """``(model, history)``: the stored run's model (float64, eval mode, the weights ``sft`` left)
     and its SFT log, as ``sft`` returned it."""
     directory = Path(directory or stored_dir())
@@ -121,7 +122,7 @@ __all__ = [
     "train_model",
     "run_and_store",
     "load_record",
-    "load",
+    "load_stored",
 ]
 
 if __name__ == "__main__":

@@ -7,15 +7,16 @@ computes in float64), so the chapter reads them:
 ``python -m grpo.experiments.ch08_grpo_math.main_runs`` (or ``make full``) writes
 ``data/runs/08_grpo_math/main/``:
 
-    runs.json                 each job's config and result as ``rl.run_all`` returns it: logs and
-                              evaluations in full precision, per-problem outcomes as 0/1 strings,
-                              and each job's CPU seconds
+    runs.json                 each job's config and result as ``rl.run_lm_configs`` returns it:
+                              logs and evaluations in full precision, per-problem outcomes as 0/1
+                              strings, and each job's CPU seconds
     grpo_seed0.safetensors    the first main run's final weights (float64, exactly as trained),
                               which the chapter's before-and-after examples decode from
 
-``load`` rebuilds what ``rl.run_all(jobs())`` returns, and refuses a file written for other jobs.
-``tests/test_lm_main_runs.py`` re-runs each GRPO seed's first iterations and the control's first
-SFT steps against the stored logs, and re-scores held-out problems from the stored weights.
+``load_stored`` rebuilds what ``rl.run_lm_configs(jobs())`` returns, and refuses a file written for
+other jobs. ``tests/test_lm_main_runs.py`` re-runs each GRPO seed's first iterations and the
+control's first SFT steps against the stored logs, and re-scores held-out problems from the stored
+weights.
 """
 
 from __future__ import annotations
@@ -71,7 +72,7 @@ WEIGHTS = "grpo_seed0.safetensors"
 def jobs(main: RunConfig = MAIN) -> list:
     """The stored jobs, longest first: GRPO seed by seed, the continued SFT, the baseline. A
     ``main`` other than ``MAIN`` (a reader's edit) gives jobs the stored file does not hold:
-    ``load`` refuses them, and ``rl.run_all`` runs them."""
+    ``load_stored`` refuses them, and ``rl.run_lm_configs`` runs them."""
     return [replace(main, seed=s) for s in SEEDS] + [CONTINUED_SFT, BASELINE]
 
 
@@ -121,8 +122,8 @@ def _result(record: dict) -> dict:
 
 
 def store(results: list, stored_jobs: list, cpu_s: list, directory: Path | None = None) -> Path:
-    """Write ``results`` (``run_all(stored_jobs)``'s), each job's CPU seconds, and the first GRPO
-    run's final weights."""
+    """Write ``results`` (``run_lm_configs(stored_jobs)``'s), each job's CPU seconds, and the first
+    GRPO run's final weights."""
     if len(results) != len(stored_jobs) or len(cpu_s) != len(stored_jobs):
         raise ValueError(
             f"results, stored_jobs and cpu_s must have one entry per job, got "
@@ -139,10 +140,10 @@ def store(results: list, stored_jobs: list, cpu_s: list, directory: Path | None 
     return directory
 
 
-def load(stored_jobs: list | None = None, directory: Path | None = None) -> list:
-    """The stored results, as ``run_all(stored_jobs)`` returns them (outcomes as 0/1 float arrays;
-    the first run's ``state`` as float64 tensors); ``stored_jobs`` defaults to ``jobs()`` and must
-    be the ones the file was written for."""
+def load_stored(stored_jobs: list | None = None, directory: Path | None = None) -> list:
+    """The stored results, as ``run_lm_configs(stored_jobs)`` returns them (outcomes as 0/1 float
+    arrays; the first run's ``state`` as float64 tensors); ``stored_jobs`` defaults to ``jobs()``
+    and must be the ones the file was written for."""
     stored_jobs = jobs() if stored_jobs is None else list(stored_jobs)
     directory = Path(directory or stored_dir())
     payload = read_json(directory / "runs.json", MODULE)
@@ -170,7 +171,8 @@ def run_and_store(
     stored_jobs: list | None = None, workers: int = WORKERS, directory: Path | None = None
 ) -> Path:
     """Run ``stored_jobs`` (default ``jobs()``) in ``workers`` processes, as the chapter's
-    ``rl.run_all`` would (the SFT control scored on ``HELD_OUT`` problems), and store them."""
+    ``rl.run_lm_configs`` would (the SFT control scored on ``HELD_OUT`` problems), and store
+    them."""
     stored_jobs = jobs() if stored_jobs is None else list(stored_jobs)
     done = parallel_map(_timed_job, [(j, HELD_OUT) for j in stored_jobs], workers,
                         desc="08 main runs")
@@ -187,7 +189,7 @@ __all__ = [
     "CONTINUED_SFT",
     "BASELINE",
     "jobs",
-    "load",
+    "load_stored",
     "store",
     "run_and_store",
     "cpu_seconds",

@@ -33,7 +33,7 @@ import torch
 from grpo.lm.data import HELD_OUT, PROTOCOL, step_count
 from grpo.lm.eval import outcomes
 from grpo.lm.model import save
-from grpo.lm.rl import EIConfig, RunConfig, expert_iteration, train_grpo
+from grpo.lm.rl import EIConfig, RunConfig, expert_iteration, train_lm_grpo
 from grpo.lm.model import load
 from grpo.lm.tokenizer import Tokenizer
 from grpo.lm.train import MODELS_DIR, SFT_CHECKPOINT, SFT_TOKENIZER, SFTConfig, load_sft, sft
@@ -197,7 +197,7 @@ def _run(spec: Stored, directory: Path | None = None) -> dict:
     out = {"kind": spec.kind, "start": spec.start, "note": spec.note,
            "config": None if spec.config is None else asdict(spec.config)}
     if spec.kind == "grpo":
-        result = train_grpo(model, tok, train, val, spec.config)
+        result = train_lm_grpo(model, tok, train, val, spec.config)
         out.update(log=result["log"], evals=result["evals"])
         model.load_state_dict(result["state"])
     elif spec.kind == "expert_iteration":
@@ -264,7 +264,7 @@ def rerun(name: str, n: int = 2) -> dict:
     if spec.kind == "grpo":
         short = replace(cfg, iterations=n, eval_problems=1, eval_at_start=False, final_samples=0,
                         held_out=0)
-        log = train_grpo(model, tok, train, val, short)["log"]
+        log = train_lm_grpo(model, tok, train, val, short)["log"]
     elif spec.kind == "expert_iteration":
         log = expert_iteration(model, tok, train, val,
                                replace(cfg, iterations=n, eval_problems=1))["log"]

@@ -35,7 +35,7 @@ from grpo.lm import addition as A
 from grpo.lm.data import PROTOCOL, encode_problem
 from grpo.lm.grpo import RATIO_LEVELS
 from grpo.lm.model import sample
-from grpo.lm.rl import RunConfig, train_grpo
+from grpo.lm.rl import RunConfig, train_lm_grpo
 from grpo.lm.verifier import reward
 from grpo.pool import parallel_map
 from grpo.runstore import (STORE_ENV, command_line, cpu_timed, read_json, run_dir, writable,
@@ -143,7 +143,7 @@ def _aggregation_job(job) -> dict:
     out = {"loss_type": loss_type, "seed": seed}
     if loss_type is not None:
         cfg = replace(WORD, aggregation=AGGREGATIONS[loss_type], seed=seed)
-        run, cpu = cpu_timed(train_grpo, model, tok, train, test, cfg)
+        run, cpu = cpu_timed(train_lm_grpo, model, tok, train, test, cfg)
         out.update(cpu_s=cpu, log={k: v for k, v in run["log"].items()
                                    if k not in ("sample_s", "ref_s", "update_s")})
     lengths, right = lengths_and_verdicts(model.eval(), tok, PROTOCOL.held_out(LENGTH_PROBLEMS),

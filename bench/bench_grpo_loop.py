@@ -24,8 +24,11 @@ try:
     from grpo.lm.rl import train_lm_grpo
 except ImportError:          # BASELINE's lib, which baseline_iteration imports this file under
     from grpo.lm.rl import train_grpo as train_lm_grpo
-from grpo.lm.train import SFTConfig, load_sft, sft
-from benchfile import write_bench
+from grpo.lm.train import SFTConfig, sft
+try:
+    from grpo.runstore.models import load_sft
+except ImportError:          # BASELINE's lib, where grpo.lm.train held it
+    from grpo.lm.train import load_sft
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "data" / "bench" / "08_grpo_loop.json"
@@ -61,8 +64,8 @@ def baseline_iteration(rev: str = BASELINE) -> dict | str:
         subprocess.run(["tar", "-x", "-C", tmp], input=archive.stdout, check=True)
         (Path(tmp) / "data").symlink_to(ROOT / "data")       # the same model for both loops
         code = ("import sys, json; sys.path.insert(0, %r); import bench_grpo_loop as b; "
-                "from grpo.lm.train import load_sft; from grpo.lm.data import PROTOCOL; "
-                "m, tok = load_sft(); tr, te = PROTOCOL.splits(); "
+                "from grpo.lm.data import PROTOCOL; "
+                "m, tok = b.load_sft(); tr, te = PROTOCOL.splits(); "
                 "print(json.dumps(b.grpo_iteration(m, tok, tr, te)))") % str(Path(__file__).parent)
         env = {**os.environ, "PYTHONPATH": str(Path(tmp) / "lib")}
         run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
@@ -94,7 +97,8 @@ def shape_split(cfg, rows=256, prompt=30, new=50):
 
 
 def main():
-    model, tok = load_sft()
+    from benchfile import write_bench      # here, not above: baseline_iteration imports this file
+    model, tok = load_sft()                # under BASELINE's lib, which has no grpo.book
     train, test = PROTOCOL.splits()
     result = {"threads": 1, "repeats": REPEATS, "load_average_before": round(os.getloadavg()[0], 2),
               "torch": torch.__version__}

@@ -14,7 +14,7 @@ warm-up step, then 3 timed steps, in 2 alternating rounds (ours, TRL, TRL bf16, 
 the fastest step of each is reported, the estimate least inflated by other work on a shared machine
 (the load average is recorded too).
 
-A third row times chapter 7's own small GPT (``grpo.lm.train.load_sft``) with its own sampler at
+A third row times chapter 7's own small GPT (``grpo.runstore.models.load_sft``) with its own sampler at
 the same batch shape: ``grpo.lm.model.sample`` -> ``join`` -> ``token_logprobs`` (reference) ->
 ``grpo.lm.grpo.grpo_update``. It is a different model, so it is not part of the ratio.
 Writes data/bench/08_grpo_math.json (`make bench`).
@@ -72,8 +72,9 @@ def time_small_gpt(rows):
 
     from grpo.lm import model as gpt
     from grpo.lm import train
+    from grpo.runstore import models
     from grpo.lm.grpo import grpo_update
-    policy, tok = train.load_sft()
+    policy, tok = models.load_sft()
     ref = copy.deepcopy(policy).eval().requires_grad_(False)
     optimizer = torch.optim.Adam(policy.parameters(), lr=1e-6)
     prompts = [train.encode_problem(tok, r)[0] for r in rows]
@@ -228,8 +229,8 @@ def main():
         "ours_small_gpt_step_s": round(small_fastest["step_s"], 3),
         "ours_small_gpt_split_s": {k: round(small_fastest[k], 3) for k in split},
         "ours_small_gpt_sample_tokens_per_s": round(max(s["sampled_tokens"] / s["sample_s"] for s in small)),
-        "ours_small_gpt_model": f"chapter 7's SFT GPT, {small_params} parameters (grpo.lm.train.load_sft), "
-                                "sampled with grpo.lm.model.sample",
+        "ours_small_gpt_model": f"chapter 7's SFT GPT, {small_params} parameters "
+                                "(grpo.runstore.models.load_sft), sampled with grpo.lm.model.sample",
         "steps_timed": {"ours": len(ours), "trl": len(trl_steps), "trl_bf16_autocast": len(trl_bf16),
                         "ours_small_gpt": len(small)},
     }

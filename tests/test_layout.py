@@ -132,7 +132,7 @@ def test_a_planted_violation_fails(module, source, rule):
 
 
 @pytest.mark.parametrize("module, source", [
-    ("grpo.experiments.ch08_grpo_math.main_runs", "from grpo.lm.rl import run_job\n"),
+    ("grpo.experiments.ch08_grpo_math.main_runs", "from grpo.runstore.models import run_from_sft\n"),
     ("grpo.experiments.ch07_small_lm.answer_only", "from grpo.experiments.ch07_small_lm import sft_run\n"),
     ("grpo.experiments.ch06_lander.main_runs", "from grpo.runstore import write_json\n"),
     ("grpo.book.live", "from grpo.toy import lava\n"),

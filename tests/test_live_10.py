@@ -8,7 +8,7 @@ from pathlib import Path
 from grpo import runstore
 from grpo.experiments.ch10_word_problems import long_runs as L
 from grpo.lm.model import save
-from grpo.lm.train import MODELS_DIR, load_sft
+from grpo.runstore.models import MODELS_DIR, load_sft
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTER = ROOT / "chapters" / "10_word_problems.ipynb"

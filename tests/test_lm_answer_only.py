@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from grpo.experiments.ch07_small_lm import answer_only
-from grpo.lm.train import load_sft
+from grpo.runstore.models import load_sft
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,8 @@ from grpo.experiments.ch10_word_problems import long_runs as runs
 from grpo.lm.data import PROTOCOL
 from grpo.lm.eval import outcomes
 from grpo.lm.rl import RunConfig, train_lm_grpo
-from grpo.lm.train import load_sft, sft
+from grpo.lm.train import sft
+from grpo.runstore.models import load_sft
 from grpo.book.results import mismatches
 
 N = 2  # replayed iterations (and SFT steps)

@@ -11,7 +11,7 @@ from safetensors.torch import load_file
 
 from grpo.experiments.ch07_small_lm import answer_only, sft_run
 from grpo.lm.model import GPTConfig
-from grpo.lm.train import MODELS_DIR, SFT_CHECKPOINT, SFT_TOKENIZER
+from grpo.runstore.models import MODELS_DIR, SFT_CHECKPOINT, SFT_TOKENIZER
 from grpo.book.results import mismatches
 
 N = 2  # replayed SFT steps, inside the warm-up (after it the lr depends on the total steps)

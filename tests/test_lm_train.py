@@ -8,8 +8,8 @@ import torch
 from grpo.lm.data import make_splits
 from grpo.lm.model import GPT, GPTConfig
 from grpo.lm.tokenizer import Tokenizer
-from grpo.lm.train import (ANSWER_ONLY_CHECKPOINT, SFTConfig, completions, encode_problem, length_batches,
-                            load_sft, lr_at, rewards, sft)
+from grpo.lm.train import SFTConfig, completions, encode_problem, length_batches, lr_at, rewards, sft
+from grpo.runstore.models import ANSWER_ONLY_CHECKPOINT, load_sft
 
 
 @pytest.fixture(scope="module")

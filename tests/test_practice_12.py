@@ -74,7 +74,7 @@ def test_the_ratio_level_reaches_the_loss():
 
 def test_lengths_and_verdicts_shapes():
     from grpo.lm.data import PROTOCOL
-    from grpo.lm.train import load_sft
+    from grpo.runstore.models import load_sft
     model, tok = load_sft()
     L, right = F.lengths_and_verdicts(model, tok, PROTOCOL.held_out(3), 2, seed=0)
     assert L.shape == right.shape == (3, 2) and (L >= 1).all() and set(np.unique(right)) <= {0, 1}

@@ -8,7 +8,8 @@
 
 Every choice is a field of ``RunConfig``, so an ablation is a one-field change. Evaluation lives in
 ``grpo.lm.eval`` (``evaluate``, ``outcomes``, ``pass_at_k``, ``score``; re-exported here).
-``run_lm_configs`` trains several configs in parallel worker processes.
+Runs that start from chapter 7's stored checkpoint, in parallel worker processes, are
+``grpo.runstore.models.run_lm_configs``.
 """
 from __future__ import annotations
 
@@ -24,7 +25,6 @@ import torch
 import torch.nn.functional as F
 
 from grpo import checks
-from grpo.pool import parallel_map
 
 from .data import PROTOCOL, encode_problem, reference_answer, reward, strict_reward
 from .eval import completions, evaluate, outcomes, pass_at_k, rewards, score  # noqa: F401  (re-exported)
@@ -65,7 +65,7 @@ class RunConfig(LossOptions):
     held_out: int = 0
     # > 0: practise on the first N training problems only, evaluate them
     train_pool: int = 0
-    # run_lm_configs's start: "worked" (chapter 7) | "answer_only" (its twin)
+    # the checkpoint run_lm_configs starts from: "worked" (chapter 7) | "answer_only" (its twin)
     answer_format: str = "worked"
     seed: int = 0
 
@@ -366,37 +366,5 @@ def expert_iteration(policy, tok, train: list[dict], test: list[dict], cfg: EICo
     return {"config": asdict(cfg), "log": log, "evals": evals}
 
 
-def run_job(cfg, sft_held_out: int = 0) -> dict:
-    """One of ``run_lm_configs``'s jobs, in this process: ``cfg`` (a ``RunConfig`` or an
-    ``SFTConfig``) from chapter 7's checkpoint, as ``run_lm_configs`` describes."""
-    from .data import answer_only
-    from .train import ANSWER_ONLY_CHECKPOINT, SFT_CHECKPOINT, load_sft
-    torch.set_num_threads(1)
-    short = getattr(cfg, "answer_format", "worked") == "answer_only"
-    model, tok = load_sft(checkpoint=ANSWER_ONLY_CHECKPOINT if short else SFT_CHECKPOINT)
-    train, test = PROTOCOL.splits()
-    if short:
-        train, test = answer_only(train), answer_only(test)
-    if isinstance(cfg, SFTConfig):
-        return continued_sft(model, tok, train, test, cfg, held_out=sft_held_out)
-    return train_lm_grpo(model, tok, train, test, cfg)
-
-
-def _run_packed_job(job: tuple) -> dict:
-    return run_job(*job)
-
-
-def run_lm_configs(configs, workers: int = 2, sft_held_out: int = 0) -> list[dict]:
-    """From chapter 7's SFT checkpoint (or, with ``answer_format="answer_only"``, its answer-only
-    twin on answer-only problems), run each config (a ``RunConfig``: ``train_lm_grpo``; an
-    ``SFTConfig``: ``continued_sft``, scored on ``PROTOCOL.held_out(sft_held_out)`` when > 0) in
-    ``workers`` spawned processes with one torch thread each; results in config order, independent
-    of which worker ran what."""
-    if not all(isinstance(c, (RunConfig, SFTConfig)) for c in configs):
-        raise ValueError("each config must be a RunConfig or an SFTConfig")
-    return parallel_map(_run_packed_job, [(c, sft_held_out) for c in configs], workers,
-                        desc="GRPO runs")
-
-
 __all__ = ["RunConfig", "train_lm_grpo", "EIConfig", "expert_iteration", "evaluate", "outcomes",
-           "pass_at_k", "continued_sft", "run_lm_configs", "run_job", "score"]
+           "pass_at_k", "continued_sft", "score"]

@@ -8,16 +8,13 @@ step and the held-out greedy accuracy every ``eval_every`` steps.
 
 Its evaluations use ``grpo.lm.eval`` (``completions``, ``rewards``), re-exported here.
 
-``load_sft()`` returns chapter 7's committed SFT checkpoint and tokenizer, ``(model, tok)``, from
-``data/models/`` (where chapter 7 writes them): the starting point of chapter 8. Chapter 7 also
-writes an answer-only twin (``ANSWER_ONLY_CHECKPOINT``), trained on ``data.answer_only`` problems.
+Chapter 7's trained checkpoint is read back by ``grpo.runstore.models.load_sft``.
 """
 from __future__ import annotations
 
 import math
 import random
 from dataclasses import dataclass
-from pathlib import Path
 
 import torch
 import torch.nn.functional as F
@@ -26,15 +23,6 @@ from grpo import checks
 
 from .data import encode_problem, prompt_text  # noqa: F401  (re-exported)
 from .eval import completions, rewards  # noqa: F401  (re-exported)
-from .model import load
-from .tokenizer import Tokenizer
-
-MODELS_DIR = Path(__file__).resolve().parents[3] / "data" / "models"
-SFT_CHECKPOINT = "07_small_lm_sft.safetensors"
-# its twin trained on answers alone
-ANSWER_ONLY_CHECKPOINT = "07_small_lm_answer_only.safetensors"
-SFT_TOKENIZER = "07_small_lm_tokenizer.json"
-
 
 @dataclass(frozen=True)
 class SFTConfig:
@@ -166,13 +154,3 @@ def sft(model, tok, train: list[dict], evals: list[dict], cfg: SFTConfig,
     model.eval()
     return hist
 
-
-def load_sft(models_dir=MODELS_DIR, checkpoint=SFT_CHECKPOINT):
-    """Chapter 7's SFT model (eval mode) and its tokenizer: ``(model, tok)``. ``checkpoint`` may
-    also be ``ANSWER_ONLY_CHECKPOINT``, the same model trained on final answers alone."""
-    model_path, tok_path = Path(models_dir) / checkpoint, Path(models_dir) / SFT_TOKENIZER
-    if not model_path.exists() or not tok_path.exists():
-        raise FileNotFoundError(f"no SFT checkpoint in {models_dir}: run "
-                                "chapters/07_small_lm.ipynb (make execute "
-                                "NB=chapters/07_small_lm.ipynb) to write it")
-    return load(model_path), Tokenizer.load(tok_path)

@@ -8,7 +8,7 @@ every missing file names the command that makes it.
     data/runs/<chapter>/   one folder per chapter (``run_dir``): JSON records and float64 weights
     scratch/runs/<chapter>/  where a run that a chapter computes because a reader changed it goes
                            (``writable``): a reader's edit never overwrites a stored run
-    data/models/           checkpoints that chapters load as models (``grpo.lm.train.MODELS_DIR``)
+    data/models/           checkpoints that chapters load as models (``grpo.runstore.models``)
 
 Per-problem outcomes are stored as strings of 0/1 characters (``bits``, read back by ``unbits``):
 2,000 problems x 8 samples take 16 kB, and a diff shows which problems changed.

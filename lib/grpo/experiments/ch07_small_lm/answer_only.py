@@ -30,8 +30,8 @@ from grpo.lm.eval import completions, rewards
 from grpo.lm.model import GPT, load, save
 from grpo.experiments.ch07_small_lm import sft_run
 from grpo.lm.tokenizer import Tokenizer
-from grpo.lm.train import (ANSWER_ONLY_CHECKPOINT, MODELS_DIR, SFT_CHECKPOINT, SFT_TOKENIZER,
-                            SFTConfig, sft)
+from grpo.lm.train import SFTConfig, sft
+from grpo.runstore.models import ANSWER_ONLY_CHECKPOINT, MODELS_DIR, SFT_CHECKPOINT, SFT_TOKENIZER
 
 # Chapter 7's SFT budget and initialisation seed: the worked-solution run's (``sft_run``).
 SFT, INIT_SEED = sft_run.SFT, sft_run.INIT_SEED

@@ -33,7 +33,8 @@ from grpo.runstore import write_weights
 from grpo.lm.data import PROTOCOL
 from grpo.lm.model import GPT, GPTConfig, save
 from grpo.lm.tokenizer import Tokenizer
-from grpo.lm.train import MODELS_DIR, SFT_CHECKPOINT, SFT_TOKENIZER, SFTConfig, sft
+from grpo.lm.train import SFTConfig, sft
+from grpo.runstore.models import MODELS_DIR, SFT_CHECKPOINT, SFT_TOKENIZER
 
 # Chapter 7's SFT settings, model shape and initialisation seed (the chapter checks its own).
 SFT = SFTConfig(steps=1000, batch_size=32, lr=3e-3, warmup=20, eval_every=200, eval_problems=200)

@@ -7,16 +7,16 @@ computes in float64), so the chapter reads them:
 ``python -m grpo.experiments.ch08_grpo_math.main_runs`` (or ``make full``) writes
 ``data/runs/08_grpo_math/main/``:
 
-    runs.json                 each job's config and result as ``rl.run_lm_configs`` returns it:
+    runs.json                 each job's config and result as ``models.run_lm_configs`` returns it:
                               logs and evaluations in full precision, per-problem outcomes as 0/1
                               strings, and each job's CPU seconds
     grpo_seed0.safetensors    the first main run's final weights (float64, exactly as trained),
                               which the chapter's before-and-after examples decode from
 
-``load_stored`` rebuilds what ``rl.run_lm_configs(jobs())`` returns, and refuses a file written for
-other jobs. ``tests/test_lm_main_runs.py`` re-runs each GRPO seed's first iterations and the
-control's first SFT steps against the stored logs, and re-scores held-out problems from the stored
-weights.
+``load_stored`` rebuilds what ``models.run_lm_configs(jobs())`` returns, and refuses a file
+written for other jobs. ``tests/test_lm_main_runs.py`` re-runs each GRPO seed's first iterations
+and the control's first SFT steps against the stored logs, and re-scores held-out problems from the
+stored weights.
 """
 
 from __future__ import annotations
@@ -28,7 +28,8 @@ import numpy as np
 
 from grpo.files import json_ready
 from grpo.lm.data import HELD_OUT
-from grpo.lm.rl import RunConfig, run_job
+from grpo.lm.rl import RunConfig
+from grpo.runstore.models import run_from_sft
 from grpo.lm.train import SFTConfig
 from grpo.pool import parallel_map
 from grpo.runstore import (bits, command_line, cpu_timed, read_json, read_weights, run_dir, unbits,
@@ -72,7 +73,7 @@ WEIGHTS = "grpo_seed0.safetensors"
 def jobs(main: RunConfig = MAIN) -> list:
     """The stored jobs, longest first: GRPO seed by seed, the continued SFT, the baseline. A
     ``main`` other than ``MAIN`` (a reader's edit) gives jobs the stored file does not hold:
-    ``load_stored`` refuses them, and ``rl.run_lm_configs`` runs them."""
+    ``load_stored`` refuses them, and ``models.run_lm_configs`` runs them."""
     return [replace(main, seed=s) for s in SEEDS] + [CONTINUED_SFT, BASELINE]
 
 
@@ -164,14 +165,14 @@ def cpu_seconds(directory: Path | None = None) -> list[float]:
 
 
 def _timed_job(job_and_held_out) -> tuple:
-    return cpu_timed(run_job, *job_and_held_out)
+    return cpu_timed(run_from_sft, *job_and_held_out)
 
 
 def run_and_store(
     stored_jobs: list | None = None, workers: int = WORKERS, directory: Path | None = None
 ) -> Path:
     """Run ``stored_jobs`` (default ``jobs()``) in ``workers`` processes, as the chapter's
-    ``rl.run_lm_configs`` would (the SFT control scored on ``HELD_OUT`` problems), and store
+    ``models.run_lm_configs`` would (the SFT control scored on ``HELD_OUT`` problems), and store
     them."""
     stored_jobs = jobs() if stored_jobs is None else list(stored_jobs)
     done = parallel_map(_timed_job, [(j, HELD_OUT) for j in stored_jobs], workers,

@@ -36,7 +36,8 @@ from grpo.lm.model import save
 from grpo.lm.rl import EIConfig, RunConfig, expert_iteration, train_lm_grpo
 from grpo.lm.model import load
 from grpo.lm.tokenizer import Tokenizer
-from grpo.lm.train import MODELS_DIR, SFT_CHECKPOINT, SFT_TOKENIZER, SFTConfig, load_sft, sft
+from grpo.lm.train import SFTConfig, sft
+from grpo.runstore.models import MODELS_DIR, SFT_CHECKPOINT, SFT_TOKENIZER, load_sft
 from grpo.pool import parallel_map
 from grpo.runstore import (bits, command_line, cpu_timed, read_json, run_dir, unbits,
                            writable, write_json)

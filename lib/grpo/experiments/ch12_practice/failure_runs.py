@@ -135,7 +135,7 @@ def lengths_and_verdicts(model, tok, problems, n: int, seed: int, max_new_tokens
 def _aggregation_job(job) -> dict:
     """One word-problem run, ``job = (loss_type, seed)``: GRPO (a loss_type of None: none, the start
     itself), then the held-out lengths and verdicts."""
-    from grpo.lm.train import load_sft
+    from grpo.runstore.models import load_sft
     loss_type, seed = job
     torch.set_num_threads(1)
     model, tok = load_sft()

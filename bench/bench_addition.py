@@ -1,7 +1,8 @@
 """What chapter 9's runs cost: one GRPO iteration of the addition recipe (sampling, reference,
 update) against one SFT step of its recipe, in CPU seconds (time.process_time), one torch thread,
-fastest of 3. Writes data/bench/09_addition.json (`make bench`); chapter 9 reads it to give its
-continued-SFT control the CPU time of one GRPO run.
+fastest of 3. Writes data/bench/09_addition.json (`make bench`). Chapter 9's continued-SFT control
+was given the CPU time of one GRPO run from these figures; the chapter keeps the ones its runs
+were stored with (``grpo.experiments.ch09_addition.grids.SFT_BASIS``).
 """
 import json
 import os

@@ -1,8 +1,10 @@
 """Time each notebook's execution, top to bottom in a fresh kernel (run by `make bench`).
 
 Writes data/bench/chapter_times.json, which the landing page's time-and-hardware table reads.
-Afterwards the pages that show these timings (the landing page and the reproduction report) are
-re-executed in place, so the built book shows the new numbers. Each notebook runs in its own
+Afterwards every page that reads a file of data/bench/ (the landing page and the reproduction
+report for these timings; chapters 6, 7, 8 and 11 and their lab notes for the other benchmarks,
+which `make bench` runs before this one) is re-executed in place, so the built book shows the new
+numbers and nbval checks them. Each notebook runs in its own
 child process (so the kernel's peak memory can be read from
 ``getrusage``), under the Makefile's determinism settings; the notebooks on disk are not
 rewritten. Times depend on the machine and on what else it is doing: the file records both.
@@ -85,8 +87,7 @@ def main(argv: list[str]) -> None:
     if argv[:1] == ["--one"]:
         print(json.dumps(run_one(argv[1])))
         return
-    notebooks = argv or sorted(str(p.relative_to(ROOT)) for p in
-                               [*ROOT.glob("book/*.ipynb"), *ROOT.glob("chapters/[0-9][0-9]_*.ipynb")])
+    notebooks = argv or notebooks_of(ROOT)
     old = json.loads(OUT.read_text()) if OUT.exists() else {"notebooks": {}}
     load_before = load_average()
     # rows measured on different machines say so: each new row names this machine's fingerprint
@@ -114,11 +115,27 @@ def main(argv: list[str]) -> None:
     }
     write_bench(OUT, record, sort_keys=False)
     print(f"wrote {OUT.relative_to(ROOT)}")
-    readers = [str(p.relative_to(ROOT)) for p in (ROOT / "book").glob("*.ipynb")
-               if "chapter_times.json" in p.read_text()]
-    if readers:                      # their timing cells are NBVAL_IGNORE_OUTPUT: refresh them
+    if not argv:                     # a full run: refresh every page that shows a bench figure
+        readers = [nb for nb in notebooks if reads_bench(ROOT / nb)]
+    else:                            # one notebook timed: the pages that show the timings
+        readers = [nb for nb in notebooks_of(ROOT) if "chapter_times.json" in (ROOT / nb).read_text()]
+    if readers:
         subprocess.run([sys.executable, str(ROOT / ".ci" / "execute_notebooks.py"), *sorted(readers)],
                        cwd=ROOT, check=True)
+
+
+def notebooks_of(root: Path) -> list[str]:
+    """Every chapter and book page, as paths relative to ``root``."""
+    return sorted(str(p.relative_to(root)) for p in
+                  [*root.glob("book/*.ipynb"), *root.glob("chapters/[0-9][0-9]_*.ipynb")])
+
+
+def reads_bench(path: Path) -> bool:
+    """Whether a notebook's code reads a file of data/bench/ (a ``bench`` folder and a .json name
+    in one code cell)."""
+    cells = json.loads(path.read_text())["cells"]
+    return any(c["cell_type"] == "code" and "bench" in "".join(c["source"])
+               and ".json" in "".join(c["source"]) for c in cells)
 
 
 if __name__ == "__main__":

@@ -36,7 +36,9 @@ def autograd_steps(n):
     actor, critic = lander.make_actor(0), lander.make_critic(0)
     params = list(actor.parameters()) + list(critic.parameters())
     opt = torch.optim.Adam(params, lr=3e-4, eps=1e-5, fused=True)
-    b_obs, b_act, b_adv, b_ret = map(torch.from_numpy, (obs, act, adv, ret))
+    # float64, as the networks (the NumPy path upcasts the same float32 arrays)
+    b_obs, b_adv, b_ret = (torch.from_numpy(x.astype(np.float64)) for x in (obs, adv, ret))
+    b_act = torch.from_numpy(act)
     with torch.no_grad():
         b_logp_old = torch.log_softmax(actor(b_obs), -1).gather(1, b_act[:, None])[:, 0]
     for i in range(n):

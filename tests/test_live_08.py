@@ -42,7 +42,7 @@ def _run_main_switch(retrain: bool, main):
         CONTINUED_SFT=main_runs.CONTINUED_SFT, BASELINE=main_runs.BASELINE, jobs=main_runs.jobs,
         stored_dir=main_runs.stored_dir,
         run_and_store=lambda jobs, directory: calls.append(("store", jobs, directory)),
-        load=lambda jobs, directory: calls.append(("load", jobs, directory)) or [None] * 4)
+        load_stored=lambda jobs, directory: calls.append(("load", jobs, directory)) or [None] * 4)
     source = _cell_with("RETRAIN = False")
     if retrain:
         source = source.replace("RETRAIN = False", "RETRAIN = True")

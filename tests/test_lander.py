@@ -508,14 +508,14 @@ def test_loss_grads_refuse_actions_outside_the_four():
 def _two_iterations(algo, cfg, monkeypatch):
     """Train exactly two iterations; return the run and the episodes each iteration collected."""
     from grpo.lander import trainers
-    collected, real = [], trainers.play_episodes
+    collected, real = [], trainers.play_groups
 
     def recording(*args, **kwargs):
         ep = real(*args, **kwargs)
         collected.append(ep)
         return ep
 
-    monkeypatch.setattr(trainers, "play_episodes", recording)
+    monkeypatch.setattr(trainers, "play_groups", recording)
     spec = dict(eval_every=10**6, val_episodes=1, test_episodes=1, config=cfg)
     L.train(L.RunSpec(algo, 5, 1, **spec))                     # one iteration: how many steps
     first = int(collected[0].lengths.sum())
@@ -739,3 +739,18 @@ def test_a_scaled_critic_predicts_its_output_times_the_scale():
     x = np.random.default_rng(0).normal(size=(5, L.OBS_DIM))
     assert np.array_equal(L.lander_critic_values(vf, x), vf.forward(x)[:, 0])
     assert np.allclose(L.lander_critic_values(vf, x, 100.0), 100.0 * vf.forward(x)[:, 0], rtol=1e-15)
+
+
+def test_chapter_6s_printed_grpo_reads_top_to_bottom():
+    """Chapter 6 prints ``train_lander_grpo`` as "GRPO is PPO minus the critic": plain GRPO in at
+    most 40 lines and 20 locals, like CleanRL's loops (the controls and diagnostics attach through
+    ``GRPOControls``; the rollout and the batch are ``play_groups`` and ``group_batch``, which the
+    gradient-noise study shares)."""
+    import inspect
+
+    from grpo.experiments.ch06_lander import gradient_noise
+    fn = L.train_lander_grpo
+    assert len(inspect.getsource(fn).splitlines()) <= 40
+    assert fn.__code__.co_nlocals <= 20
+    for name in ("play_groups", "group_batch"):
+        assert name in fn.__code__.co_names and name in gradient_noise.batch_gradient.__code__.co_names

@@ -20,18 +20,20 @@ Modules (everything is re-exported here, so ``from grpo import lander; lander.tr
 from .env import (ENV_ID, MAIN_ENGINE, N_ACTIONS, NO_ENGINE, OBS_DIM, SLEEP_STEPS, SOLVED,
                   TEST_SEED0, TIME_LIMIT, TRAIN_SEEDS, VAL_SEED0, MLP, Episodes, Evaluator,
                   LanderSteps, StepCollector, check_obs, entropy_of, episode_outcomes, fly,
-                  load_actor, log_softmax, make_actor, make_critic, make_env, mlp, play_episodes,
-                  policy_logits, sample_actions, sleep_gate, start_obs, visited_state_entropy)
-from .objectives import (GROUP_EPS, baseline_advantages, ended_at_terminal, episode_gae,
-                         explained_variance, gae, grpo_loss_grad, lander_grpo_loss,
+                  load_actor, log_softmax, make_actor, make_critic, make_env, make_envs, mlp,
+                  play_episodes, play_groups, policy_logits, sample_actions, sleep_gate, start_obs,
+                  visited_state_entropy)
+from .objectives import (GROUP_EPS, GRPOLossGrad, baseline_advantages, ended_at_terminal,
+                         episode_gae, explained_variance, gae, grpo_loss_grad, lander_grpo_loss,
                          outcome_advantages, ppo_loss_grad, process_advantages, ratio_stats,
                          returns_to_go, step_weights, surrogate_slope, time_baseline)
 from .report import summarize
 from .trainers import (A2C_CONFIG, ALGOS, DEFAULT_CONFIGS, DIAGNOSTICS, ActorCriticConfig,
-                       LanderGRPOConfig, GRPOControls, LEARNED_BASELINES, PPO_DIAGNOSTICS, RunSpec,
-                       critic_inputs, lander_critic_values, episode_advantages, gae_targets,
-                       gradient_agreement, log_diagnostics, run_lander_specs, train,
-                       train_actor_critic, train_lander_grpo)
+                       GroupBatch, LanderGRPOConfig, GRPOControls, LEARNED_BASELINES,
+                       PPO_DIAGNOSTICS, RunSpec, critic_inputs, lander_critic_values,
+                       episode_advantages, gae_targets, gradient_agreement, group_batch,
+                       log_diagnostics, minibatches, run_lander_specs, train, train_actor_critic,
+                       train_lander_grpo)
 
 __all__ = [name for name in dir() if not name.startswith("__")
            and name not in ("env", "objectives", "report", "trainers")]

@@ -24,6 +24,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from .. import checks
 from ..objectives import log_softmax
 
 DTYPE = torch.float64          # the networks' precision (see the module docstring)
@@ -46,6 +47,12 @@ SLEEP_STEPS = 25                       # Box2D: asleep after 25 still frames; an
 def make_env(render_mode: str | None = None) -> gym.Env:
     """One LunarLander-v3 with discrete actions (1000-step time limit)."""
     return gym.make(ENV_ID, render_mode=render_mode)
+
+
+def make_envs(n: int) -> list:
+    """``n`` independent LunarLander-v3 environments (``make_env``), one per episode flown at
+    once."""
+    return [make_env() for _ in range(checks.integer("n", n, minimum=1))]
 
 
 class MLP(nn.Sequential):
@@ -170,6 +177,14 @@ def play_episodes(envs, seeds, actor, rng, greedy: bool = False,
                     [o.copy() for o in obs])
 
 
+def play_groups(envs, prompts: int, group_size: int, actor, rng) -> Episodes:
+    """GRPO's rollout: ``prompts`` reset seeds drawn from the training range, each flown
+    ``group_size`` times with actions sampled from ``actor`` (episodes k*G to k*G + G - 1 are prompt
+    k's group)."""
+    seeds = rng.integers(*TRAIN_SEEDS, size=prompts)
+    return play_episodes(envs, np.repeat(seeds, group_size), actor, rng)
+
+
 def episode_outcomes(ep: Episodes) -> dict:
     """How episodes ended, and what they cost. Gymnasium sets the last reward to exactly +100 when
     the lander comes to rest and to exactly -100 when it crashes or flies off; any other last
@@ -236,7 +251,7 @@ class StepCollector:
     each new episode starts at a fresh prompt."""
 
     def __init__(self, n_envs: int, rng: np.random.Generator):
-        self.envs, self.rng = [make_env() for _ in range(n_envs)], rng
+        self.envs, self.rng = make_envs(n_envs), rng
         self.obs = np.stack([e.reset(seed=self._prompt())[0] for e in self.envs])
         self.running_return = [0.0] * n_envs
 
@@ -277,7 +292,7 @@ class Evaluator:
 
     def __init__(self, seeds, rng_seed: int = 0):
         self.seeds = [int(s) for s in seeds]
-        self.envs = [make_env() for _ in self.seeds]
+        self.envs = make_envs(len(self.seeds))
         self.rng_seed = rng_seed
 
     def play(self, actor, greedy: bool) -> Episodes:

@@ -11,6 +11,8 @@ minibatches of 64; the tests check them against autograd.
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from ..kl import kl_k3
@@ -167,16 +169,23 @@ def _logits_grad(logp_all, actions, d_logp) -> np.ndarray:
     return d
 
 
-def grpo_loss_grad(logits, actions, logp_old, logp_ref, adv, w, clip: float, beta: float):
+class GRPOLossGrad(NamedTuple):
+    """What ``grpo_loss_grad`` returns for one minibatch."""
+    d_logits: np.ndarray     # d loss / d logits, (M, N_ACTIONS)
+    clipped: np.ndarray      # per step: whether the clip took the slope away
+    k3: float                # the minibatch's k3 estimate of KL(pi_theta || pi_ref)
+
+
+def grpo_loss_grad(logits, actions, logp_old, logp_ref, adv, w, clip: float,
+                   beta: float) -> GRPOLossGrad:
     """``lander_grpo_loss``'s gradient with respect to the logits, in closed form (the tests check
-    it against autograd); k3's slope in logp is 1 - exp(logp_ref - logp). Returns
-    (d loss/d logits, clipped, k3)."""
+    it against autograd); k3's slope in logp is 1 - exp(logp_ref - logp)."""
     _check_rows(logits, actions, logp_old, logp_ref, adv, w)
     logp_all = log_softmax(logits)
     logp = logp_all[np.arange(len(actions)), actions]
     slope, clipped = surrogate_slope(logp, logp_old, adv, clip)
     d_logp = -w * (slope - beta * (1 - np.exp(logp_ref - logp))) / len(actions)
-    return _logits_grad(logp_all, actions, d_logp), clipped, kl_k3(logp, logp_ref)
+    return GRPOLossGrad(_logits_grad(logp_all, actions, d_logp), clipped, kl_k3(logp, logp_ref))
 
 
 def ppo_loss_grad(logits, actions, logp_old, adv, clip: float, ent_coef: float):

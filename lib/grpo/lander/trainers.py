@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import time
 from dataclasses import asdict, dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -18,11 +19,11 @@ from .. import checks
 from ..mlp import Adam, FlatMLP
 from ..objectives import action_logprobs, group_advantages
 from ..pool import parallel_map
-from .env import (OBS_DIM, TEST_SEED0, TIME_LIMIT, TRAIN_SEEDS, VAL_SEED0, Evaluator, StepCollector,
-                  entropy_of, episode_outcomes, make_actor, make_critic, make_env,
-                  play_episodes, policy_logits, sleep_gate, start_obs, visited_state_entropy)
+from .env import (OBS_DIM, TEST_SEED0, TIME_LIMIT, VAL_SEED0, Evaluator, StepCollector,
+                  entropy_of, episode_outcomes, make_actor, make_critic, make_envs,
+                  play_groups, policy_logits, sleep_gate, start_obs, visited_state_entropy)
 from .objectives import (GROUP_EPS, baseline_advantages, ended_at_terminal, episode_gae,
-                         explained_variance, gae, grpo_loss_grad, ppo_loss_grad,
+                         GRPOLossGrad, explained_variance, gae, grpo_loss_grad, ppo_loss_grad,
                          process_advantages, ratio_stats, returns_to_go, step_weights,
                          time_baseline)
 
@@ -42,6 +43,33 @@ def gradient_agreement(grads) -> dict:
     noise = np.mean(np.sum((g - mean) ** 2, axis=1))
     return {"cosine": float(cosine),
             "snr": float(np.sum(mean ** 2) / noise) if noise > 0 else float("inf")}
+
+def minibatches(rng: np.random.Generator, n: int, epochs: int, size: int):
+    """K epochs of minibatch indices over a batch of ``n`` steps: (epoch, indices), each epoch a
+    fresh permutation from ``rng`` cut into minibatches of ``size`` (the last may be smaller)."""
+    for epoch in range(epochs):
+        for mb in np.split(rng.permutation(n), range(size, n, size)):
+            yield epoch, mb
+
+
+class GroupBatch(NamedTuple):
+    """One GRPO iteration's steps, flattened over its episodes: what its minibatches slice."""
+    obs: np.ndarray          # (T, OBS_DIM)
+    act: np.ndarray          # (T,)
+    adv: np.ndarray          # per step: its episode's advantage (or a control's baseline's)
+    w: np.ndarray            # per step: the paper's 1/L, or 1
+    logp_old: np.ndarray     # log pi_old(a|s), fixed for the iteration
+    logp_ref: np.ndarray     # log pi_ref(a|s), the KL term's anchor
+
+
+def group_batch(ep, adv, length_weights: bool, pi, ref) -> GroupBatch:
+    """The batch of one iteration's episodes ``ep``: their steps flattened, ``adv`` per step, the
+    paper's 1/L weights (or ones), and log pi_old (``pi``) and log pi_ref (``ref``) once."""
+    obs, act = np.concatenate(ep.obs), np.concatenate(ep.actions)
+    w = step_weights(ep.lengths) if length_weights else np.ones(int(ep.lengths.sum()))
+    return GroupBatch(obs, act, adv, w, action_logprobs(pi.forward(obs), act),
+                      action_logprobs(ref.forward(obs), act))
+
 
 # ---------------------------------------------------------------------------------------------
 # Trainers
@@ -276,23 +304,21 @@ def train_actor_critic(spec: RunSpec, progress=None) -> dict:
         b_logp_old = action_logprobs(logits_old, b_act)
         # 3. K epochs of minibatch steps on the clipped surrogate + value loss - entropy bonus
         grads, ratios = [], []
-        for epoch in range(cfg.epochs):
-            order = rng.permutation(T * N)
-            for mb in np.split(order, range(cfg.minibatch, T * N, cfg.minibatch)):
-                a = b_adv[mb]
-                if cfg.normalize_adv and len(mb) > 1:
-                    a = (a - a.mean()) / (a.std(ddof=1) + 1e-8)
-                logits = pi.forward(b_obs[mb])
-                ratios.append(ratio_stats(logits, b_act[mb], b_logp_old[mb], cfg.clip))
-                d_logits, clipped = ppo_loss_grad(logits, b_act[mb], b_logp_old[mb], a, cfg.clip,
-                                                  cfg.ent_coef)
-                pi.backward(d_logits)
-                v = vf.forward(b_obs[mb])[:, 0]    # + vf_coef * mean((V - target)^2)
-                vf.backward((2 * cfg.vf_coef / len(mb) * (v - b_ret[mb]))[:, None])
-                if cfg.measure_gradients and epoch == 0:
-                    grads.append(pi.grad.copy())
-                opt.step()                         # joint gradient-norm clip, then Adam
-                clip_fracs.append(float(clipped.mean()))
+        for epoch, mb in minibatches(rng, T * N, cfg.epochs, cfg.minibatch):
+            a = b_adv[mb]
+            if cfg.normalize_adv and len(mb) > 1:
+                a = (a - a.mean()) / (a.std(ddof=1) + 1e-8)
+            logits = pi.forward(b_obs[mb])
+            ratios.append(ratio_stats(logits, b_act[mb], b_logp_old[mb], cfg.clip))
+            d_logits, clipped = ppo_loss_grad(logits, b_act[mb], b_logp_old[mb], a, cfg.clip,
+                                              cfg.ent_coef)
+            pi.backward(d_logits)
+            v = vf.forward(b_obs[mb])[:, 0]        # + vf_coef * mean((V - target)^2)
+            vf.backward((2 * cfg.vf_coef / len(mb) * (v - b_ret[mb]))[:, None])
+            if cfg.measure_gradients and epoch == 0:
+                grads.append(pi.grad.copy())
+            opt.step()                             # joint gradient-norm clip, then Adam
+            clip_fracs.append(float(clipped.mean()))
         if len(grads) >= 2:
             agree = gradient_agreement(grads)
             for k, v in (("env_steps", track.steps), ("grad_cosine", agree["cosine"]),
@@ -444,21 +470,21 @@ class GRPOControls:
         self.ep, self.clip_fracs, self.kls, self.grads, self.ratios = ep, [], [], [], []
         return adv
 
-    def minibatch(self, epoch: int, mb, logits, actions, logp_old, pi, clipped, k3) -> None:
-        """After the actor's backward pass on one minibatch, before its step: SB3's ratio
-        statistics, the first epoch's gradient (when measured), the clip fraction and the last
-        epoch's k3; and the critic's own step on the same minibatch."""
+    def minibatch(self, epoch: int, mb, logits, batch: GroupBatch, pi, loss: GRPOLossGrad) -> None:
+        """After the actor's backward pass on minibatch ``mb`` of ``batch``, before its step: SB3's
+        ratio statistics, the first epoch's gradient (when measured), the clip fraction and the
+        last epoch's k3; and the critic's own step on the same minibatch."""
         cfg = self.cfg
-        self.ratios.append(ratio_stats(logits, actions, logp_old, cfg.clip))
+        self.ratios.append(ratio_stats(logits, batch.act[mb], batch.logp_old[mb], cfg.clip))
         if cfg.measure_gradients and epoch == 0:
             self.grads.append(pi.grad.copy())
         if self.critic is not None:
             v = self.critic.forward(self.critic_in[mb])[:, 0]
             self.critic.backward((2 / len(mb) * (v - self.to_go[mb] / cfg.value_scale))[:, None])
             self.critic_opt.step()
-        self.clip_fracs.append(float(clipped.mean()))
+        self.clip_fracs.append(float(loss.clipped.mean()))
         if epoch == cfg.epochs - 1:
-            self.kls.append(k3)
+            self.kls.append(loss.k3)
 
     def end_iteration(self, steps: int, actor) -> None:
         self.adam_steps += len(self.clip_fracs)
@@ -479,7 +505,7 @@ def train_lander_grpo(spec: RunSpec, progress=None) -> dict:
     pi = FlatMLP(actor)                        # NumPy forward/backward on the module's own weights
     opt = Adam([pi], lr=cfg.lr, eps=cfg.adam_eps, max_grad_norm=cfg.max_grad_norm)
     controls = GRPOControls(spec, cfg)
-    envs = [make_env() for _ in range(cfg.group_size * cfg.prompts)]
+    envs = make_envs(cfg.group_size * cfg.prompts)
     track = _Tracker(spec, progress)
     it = 0
     while not track.done:
@@ -487,26 +513,19 @@ def train_lander_grpo(spec: RunSpec, progress=None) -> dict:
         if it % cfg.ref_every == 0:            # iterative GRPO: the reference follows the actor
             ref = FlatMLP(copy.deepcopy(actor))
         # 1. B prompts (reset seeds), each flown G times with actions sampled from pi_old
-        prompts = rng.integers(*TRAIN_SEEDS, size=cfg.prompts)
-        ep = play_episodes(envs, np.repeat(prompts, cfg.group_size), actor, rng)
+        ep = play_groups(envs, cfg.prompts, cfg.group_size, actor, rng)
         track.add(int(ep.lengths.sum()), ep.returns)
-        # 2. advantages (no critic) and the paper's 1/L weights; log pi_old and log pi_ref once
-        b_adv = controls.advantages(ep)        # the group's z-score (a control: its baseline)
-        b_w = step_weights(ep.lengths) if cfg.length_weights else np.ones(int(ep.lengths.sum()))
-        b_obs, b_act = np.concatenate(ep.obs), np.concatenate(ep.actions)
-        b_logp_old = action_logprobs(pi.forward(b_obs), b_act)
-        b_logp_ref = action_logprobs(ref.forward(b_obs), b_act)
+        # 2. advantages (no critic: the group's z-score; a control swaps in its baseline), the
+        #    paper's 1/L weights, and log pi_old and log pi_ref, once for the whole batch
+        b = group_batch(ep, controls.advantages(ep), cfg.length_weights, pi, ref)
         # 3. K epochs of minibatch steps on the same clipped surrogate, minus beta * k3, no critic
-        for epoch in range(cfg.epochs):
-            for mb in np.split(rng.permutation(len(b_act)), range(cfg.minibatch, len(b_act),
-                                                                  cfg.minibatch)):
-                logits = pi.forward(b_obs[mb])
-                d_logits, clipped, k3 = grpo_loss_grad(logits, b_act[mb], b_logp_old[mb],
-                                                       b_logp_ref[mb], b_adv[mb], b_w[mb], cfg.clip,
-                                                       cfg.beta)
-                pi.backward(d_logits)
-                controls.minibatch(epoch, mb, logits, b_act[mb], b_logp_old[mb], pi, clipped, k3)
-                opt.step()                     # gradient-norm clip, then Adam
+        for epoch, mb in minibatches(rng, len(b.act), cfg.epochs, cfg.minibatch):
+            logits = pi.forward(b.obs[mb])
+            loss = grpo_loss_grad(logits, b.act[mb], b.logp_old[mb], b.logp_ref[mb], b.adv[mb],
+                                  b.w[mb], cfg.clip, cfg.beta)
+            pi.backward(loss.d_logits)
+            controls.minibatch(epoch, mb, logits, b, pi, loss)
+            opt.step()                         # gradient-norm clip, then Adam
         controls.end_iteration(track.steps, actor)
         it += 1
     track.maybe_evaluate(actor, controls.critic, force=True)

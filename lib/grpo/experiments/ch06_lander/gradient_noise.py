@@ -39,11 +39,10 @@ from grpo.objectives import action_logprobs
 from grpo.pool import parallel_map
 from grpo.runstore import command_line, read_json, run_dir, write_json
 from grpo.stats import interval_p_value, t975
-from grpo.lander.env import (OBS_DIM, TRAIN_SEEDS, StepCollector, make_actor,
-                             make_critic, make_env, play_episodes)
-from grpo.lander.objectives import grpo_loss_grad, ppo_loss_grad, step_weights
+from grpo.lander.env import OBS_DIM, StepCollector, make_actor, make_critic, make_envs, play_groups
+from grpo.lander.objectives import grpo_loss_grad, ppo_loss_grad
 from grpo.lander.trainers import (LEARNED_BASELINES, ActorCriticConfig, LanderGRPOConfig, RunSpec,
-                                  episode_advantages, gae_targets, train)
+                                  episode_advantages, gae_targets, group_batch, train)
 
 METHODS = {
     "ppo": ActorCriticConfig(),
@@ -82,15 +81,12 @@ def batch_gradient(cfg, actor_state, critic_flat,
     gradient of that trainer's loss at the update's first step; also the batch's env steps."""
     actor, pi, vf = _load(cfg, actor_state, critic_flat)
     if isinstance(cfg, LanderGRPOConfig):
-        envs = [make_env() for _ in range(cfg.group_size * cfg.prompts)]
-        prompts = rng.integers(*TRAIN_SEEDS, size=cfg.prompts)
-        ep = play_episodes(envs, np.repeat(prompts, cfg.group_size), actor, rng)
-        adv, _ = episode_advantages(cfg, ep, vf)
-        w = step_weights(ep.lengths) if cfg.length_weights else np.ones(len(adv))
-        obs, act = np.concatenate(ep.obs), np.concatenate(ep.actions)
-        logits = pi.forward(obs)
-        logp = action_logprobs(logits, act)
-        d_logits, _, _ = grpo_loss_grad(logits, act, logp, logp, adv, w, cfg.clip, cfg.beta)
+        ep = play_groups(make_envs(cfg.group_size * cfg.prompts), cfg.prompts, cfg.group_size,
+                         actor, rng)
+        b = group_batch(ep, episode_advantages(cfg, ep, vf)[0], cfg.length_weights, pi, pi)
+        act = b.act                     # at the update's first step pi = pi_old = pi_ref
+        d_logits = grpo_loss_grad(pi.forward(b.obs), act, b.logp_old, b.logp_ref, b.adv, b.w,
+                                  cfg.clip, cfg.beta).d_logits
     else:
         collector = StepCollector(cfg.n_envs, rng)
         # burn-in: episodes under way, as in training

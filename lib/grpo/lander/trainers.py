@@ -74,6 +74,20 @@ def group_batch(ep, adv, length_weights: bool, pi, ref) -> GroupBatch:
 # ---------------------------------------------------------------------------------------------
 # Trainers
 # ---------------------------------------------------------------------------------------------
+def _check_shared_fields(cfg) -> None:
+    """The fields both lander configs have: the clip in (0, 1); the optimizer's lr, eps and
+    gradient-norm clip > 0; the discount in (0, 1] and GAE's lambda in [0, 1]."""
+    name = type(cfg).__name__
+    checks.number(f"{name}.clip", cfg.clip, minimum=0, maximum=1, low_open=True, high_open=True,
+                  rule="in (0, 1)")
+    for field_name in ("lr", "adam_eps", "max_grad_norm"):
+        checks.number(f"{name}.{field_name}", getattr(cfg, field_name), minimum=0, low_open=True,
+                      rule="> 0")
+    checks.number(f"{name}.gamma", cfg.gamma, minimum=0, maximum=1, low_open=True,
+                  rule="in (0, 1]")
+    checks.number(f"{name}.lam", cfg.lam, minimum=0, maximum=1, rule="in [0, 1]")
+
+
 @dataclass(frozen=True)
 class ActorCriticConfig:
     """PPO with rl-zoo's LunarLander settings (lr 3e-4 constant, as there); A2C is the same trainer
@@ -97,14 +111,7 @@ class ActorCriticConfig:
         name = type(self).__name__
         for field_name in ("n_envs", "n_steps", "epochs", "minibatch"):
             checks.integer(f"{name}.{field_name}", getattr(self, field_name), minimum=1)
-        checks.number(f"{name}.gamma", self.gamma, minimum=0, maximum=1, low_open=True,
-                      rule="in (0, 1]")
-        checks.number(f"{name}.lam", self.lam, minimum=0, maximum=1, rule="in [0, 1]")
-        checks.number(f"{name}.clip", self.clip, minimum=0, maximum=1, low_open=True,
-                      high_open=True, rule="in (0, 1)")
-        for field_name in ("lr", "adam_eps", "max_grad_norm"):
-            checks.number(f"{name}.{field_name}", getattr(self, field_name), minimum=0,
-                          low_open=True, rule="> 0")
+        _check_shared_fields(self)
         for field_name in ("vf_coef", "ent_coef"):
             checks.number(f"{name}.{field_name}", getattr(self, field_name), minimum=0, rule=">= 0")
         for field_name in ("normalize_adv", "measure_gradients"):
@@ -155,15 +162,8 @@ class LanderGRPOConfig:
         checks.integer(f"{name}.group_size", self.group_size, minimum=2)
         for field_name in ("prompts", "epochs", "minibatch", "ref_every"):
             checks.integer(f"{name}.{field_name}", getattr(self, field_name), minimum=1)
-        checks.number(f"{name}.clip", self.clip, minimum=0, maximum=1, low_open=True,
-                      high_open=True, rule="in (0, 1)")
-        for field_name in ("lr", "adam_eps", "max_grad_norm"):
-            checks.number(f"{name}.{field_name}", getattr(self, field_name), minimum=0,
-                          low_open=True, rule="> 0")
+        _check_shared_fields(self)
         checks.number(f"{name}.beta", self.beta, minimum=0, rule=">= 0")
-        checks.number(f"{name}.gamma", self.gamma, minimum=0, maximum=1, low_open=True,
-                      rule="in (0, 1]")
-        checks.number(f"{name}.lam", self.lam, minimum=0, maximum=1, rule="in [0, 1]")
         checks.number(f"{name}.value_scale", self.value_scale, minimum=0, low_open=True, rule="> 0")
         for field_name in ("process", "scale_by_std", "length_weights", "measure_gradients"):
             checks.boolean(f"{name}.{field_name}", getattr(self, field_name))

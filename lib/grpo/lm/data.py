@@ -45,6 +45,17 @@ NAMES = [("Mia", "she", "her"), ("Leo", "he", "him"), ("Ava", "she", "her"), ("S
 OBJECTS = ["apples", "stamps", "marbles", "cookies", "pencils", "shells", "cards", "books",
            "eggs", "coins"]
 OPS = ("buy", "gift", "give", "lose", "times", "share")
+# Each operation's sentence in the question and in the worked solution (b: its number, ann: the
+# annotated calculation).
+STEP_TEXT = {
+    "buy": ("{She} buys {b} more.", "{She} buys {b}: {ann} {obj}."),
+    "gift": ("{friend} gives {her} {b} {obj}.", "{friend} gives {b}: {ann} {obj}."),
+    "give": ("{She} gives {b} {obj} to {friend}.", "{She} gives away {b}: {ann} {obj}."),
+    "lose": ("{She} loses {b} of them.", "{She} loses {b}: {ann} {obj}."),
+    "times": ("Then {she} gets {b} times as many.", "{b} times as many: {ann} {obj}."),
+    "share": ("{She} splits them into {b} equal groups and keeps one.",
+              "One of {b} groups: {ann} {obj}."),
+}
 
 
 def _calc(a: int, op: str, b: int) -> tuple[int, str]:
@@ -88,36 +99,23 @@ def make_problem(rng: random.Random, steps: int, max_add: int = 10, max_factor: 
         if op in ("buy", "gift") and x + 1 <= max_value:
             b = rng.randint(1, min(max_add, max_value - x))
             y, ann = _calc(x, "+", b)
-            if op == "buy":
-                q.append(f"{She} buys {b} more.")
-                sol.append(f"{She} buys {b}: {ann} {obj}.")
-            else:
-                q.append(f"{friend} gives {her} {b} {obj}.")
-                sol.append(f"{friend} gives {b}: {ann} {obj}.")
         elif op in ("give", "lose") and x >= 2:
             b = rng.randint(1, min(max_add, x - 1))
             y, ann = _calc(x, "-", b)
-            if op == "give":
-                q.append(f"{She} gives {b} {obj} to {friend}.")
-                sol.append(f"{She} gives away {b}: {ann} {obj}.")
-            else:
-                q.append(f"{She} loses {b} of them.")
-                sol.append(f"{She} loses {b}: {ann} {obj}.")
         elif op == "times" and x <= max_factor and 2 * x <= max_value:
-            k = rng.randint(2, min(max_factor, max_value // x))
-            y, ann = _calc(x, "*", k)
-            q.append(f"Then {she} gets {k} times as many.")
-            sol.append(f"{k} times as many: {ann} {obj}.")
+            b = rng.randint(2, min(max_factor, max_value // x))
+            y, ann = _calc(x, "*", b)
         elif op == "share" and x >= 4:
             ks = [k for k in range(2, max_factor + 1) if x % k == 0 and x // k <= max_factor]
             if not ks:
                 continue
-            k = rng.choice(ks)
-            y, ann = _calc(x, "/", k)
-            q.append(f"{She} splits them into {k} equal groups and keeps one.")
-            sol.append(f"One of {k} groups: {ann} {obj}.")
+            b = rng.choice(ks)
+            y, ann = _calc(x, "/", b)
         else:
             continue                                          # op not possible here: draw again
+        words = dict(She=She, she=she, her=her, friend=friend, obj=obj, b=b, ann=ann)
+        q.append(STEP_TEXT[op][0].format(**words))
+        sol.append(STEP_TEXT[op][1].format(**words))
         x = y
         ops_left -= 1
     q.append(f"How many {obj} does {name} have now?")

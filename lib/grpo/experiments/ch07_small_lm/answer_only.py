@@ -41,6 +41,17 @@ SAMPLES, TEMPERATURE, SAMPLE_SEED = 8, 0.7, 0
 
 MODULE = "grpo.experiments.ch07_small_lm.answer_only"
 
+__all__ = [
+    "SFT",
+    "INIT_SEED",
+    "splits",
+    "train_model",
+    "score_answer_only",
+    "run_and_store",
+    "load_record",
+    "load_answer_only_model",
+]
+
 
 def stored_path() -> Path:
     return run_dir("07_small_lm") / "answer_only.json"
@@ -126,17 +137,6 @@ def load_answer_only_model(cfg: SFTConfig = SFT, models_dir: Path = MODELS_DIR):
 def main(argv=None) -> None:
     command_line(MODULE, __doc__, run_and_store, argv)
 
-
-__all__ = [
-    "SFT",
-    "INIT_SEED",
-    "splits",
-    "train_model",
-    "score_answer_only",
-    "run_and_store",
-    "load_record",
-    "load_answer_only_model",
-]
 
 if __name__ == "__main__":
     main()

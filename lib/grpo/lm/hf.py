@@ -35,14 +35,13 @@ tokenizer locally, so all of this runs offline in the tests.
 """
 from __future__ import annotations
 
-import argparse
 import copy
 import importlib.util
 import math
 import os
 import sys
 import time
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
@@ -501,46 +500,22 @@ def train_gsm8k(cfg: HFConfig, verifier=None, log=print):
     return policy, history
 
 
-def _boolean(text: str) -> bool:
-    """A strict boolean for the command line: true/false, 1/0,
-    yes/no (any case); anything else fails."""
-    value = {"true": True, "1": True, "yes": True, "false": False, "0": False,
-             "no": False}.get(text.lower())
-    if value is None:
-        raise argparse.ArgumentTypeError(f"expected true/false, 1/0 or yes/no, got {text!r}")
-    return value
-
-
-def _optional_float(text: str) -> float | None:
-    """A float, or None for "none" (e.g. ``--eps_high none``: the symmetric clip)."""
-    if text.lower() == "none":
-        return None
-    try:
-        return float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number or 'none', got {text!r}") from None
-
-
 def parse_args(argv=None) -> HFConfig:
-    """The config from the command line: the defaults, then ``--preset``'s loss options, then the
-    flags actually given, so ``--preset dapo --beta 0.01`` runs DAPO's recipe with beta 0.01."""
-    parser = argparse.ArgumentParser(prog="python -m grpo.lm.hf",
-                                     description=__doc__.split("\n\n")[0])
-    defaults = HFConfig()
-    for f in fields(HFConfig):
-        value = getattr(defaults, f.name)
-        kind = {bool: _boolean}.get(type(value), type(value))
-        if f.name == "eps_high":
-            kind = _optional_float
-        parser.add_argument(f"--{f.name}", type=kind, default=argparse.SUPPRESS,
-                            help=f"default: {value}")       # SUPPRESS: only given flags reach args
+    """The config from the command line, read by TRL's ``TrlParser`` (so ``--config file.yaml``
+    works as in TRL's scripts): the defaults, then ``--preset``'s loss options, then the flags
+    given, so ``--preset dapo --beta 0.01`` runs DAPO's recipe with beta 0.01. ``--eps_high none``
+    is the symmetric clip."""
+    from trl import TrlParser
+    parser = TrlParser(dataclass_types=[HFConfig], prog="python -m grpo.lm.hf",
+                       description=__doc__.split("\n\n")[0])
     parser.add_argument("--preset", choices=sorted(PRESETS),
                         help="a published recipe's loss options, under any flag given explicitly "
                              "(DAPO's dynamic sampling is not wired into this command: see "
                              "grpo.lm.grpo.dynamic_sampling)")
-    given = vars(parser.parse_args(argv))
-    preset = given.pop("preset", None)
-    return HFConfig(**{**(PRESETS[preset].loss_options() if preset else {}), **given})
+    preset = parser.parse_known_args(argv)[0].preset
+    if preset:
+        parser.set_defaults(**PRESETS[preset].loss_options())
+    return parser.parse_args_and_config(argv)[0]
 
 
 def main(argv=None):

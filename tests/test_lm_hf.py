@@ -136,7 +136,7 @@ def test_a_name_that_is_no_model_fails_at_once_offline_or_not(monkeypatch):
 
 def test_bad_config(tiny):
     for changes, message in ((dict(lr=0.0), "lr"), (dict(lr=-1e-6), "lr"), (dict(lr=float("nan")), "lr"),
-                             (dict(G=1), "G >= 2"), (dict(reuse=0), "reuse"),
+                             (dict(G=1), "G must be an int >= 2"), (dict(reuse=0), "reuse"),
                              (dict(temperature=0.0), "temperature .* got 0.0"),
                              (dict(max_new_tokens=0), "max_new_tokens .* got 0"),
                              (dict(eps_low=1.2), "eps_low .* got 1.2"),

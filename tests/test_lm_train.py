@@ -131,8 +131,10 @@ def test_sft_refuses_an_empty_eval_set_and_a_problem_longer_than_the_context(set
     train, test, tok = setup
     model = GPT(GPTConfig(vocab_size=tok.vocab_size, n_layer=1, n_head=2, d_model=32, max_len=160))
     cfg = SFTConfig(steps=2, batch_size=4, eval_every=1)
-    with pytest.raises(ValueError, match="non-empty evals"):
-        sft(model, tok, train[:8], [], cfg)               # was NaN accuracy
+    with pytest.raises(ValueError, match="evals must hold at least one held-out problem"):
+        sft(model, tok, train[:8], [], cfg)               # not a NaN accuracy
+    with pytest.raises(ValueError, match="train must hold at least one training problem"):
+        sft(model, tok, [], test, cfg)
     with pytest.raises(ValueError, match="eval_problems"):
         sft(model, tok, train[:8], test, SFTConfig(steps=2, eval_problems=0))
     short = GPT(GPTConfig(vocab_size=tok.vocab_size, n_layer=1, n_head=2, d_model=32, max_len=16))

@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import copy
 import importlib.util
-import math
 import os
 import sys
 import time
@@ -46,8 +45,8 @@ from pathlib import Path
 
 import torch
 
-from grpo.lm.grpo import (ADVANTAGES, AGGREGATIONS, PRESETS, LossOptions, grpo_update,
-                          logprobs_at_temperature)
+from grpo import checks
+from grpo.lm.grpo import PRESETS, LossOptions, grpo_update, logprobs_at_temperature
 from grpo.lm.model import check_temperature
 
 INSTRUCTION = "Solve the problem step by step. End with a line '#### <number>'."
@@ -76,6 +75,15 @@ class HFConfig(LossOptions):
     seed: int = 0
     device: str = "auto"                        # "auto" wants a GPU; "cpu" runs anyway (slowly)
     out: str = ""                               # save the trained model here when set
+
+    def __post_init__(self):
+        super().__post_init__()                 # the loss options
+        name = type(self).__name__
+        checks.positive(f"{name}.lr", self.lr)
+        checks.integer(f"{name}.G", self.G, minimum=2)
+        for field_name in ("steps", "prompts", "reuse", "chunk_groups", "max_new_tokens"):
+            checks.integer(f"{name}.{field_name}", getattr(self, field_name), minimum=1)
+        checks.positive(f"{name}.temperature", self.temperature)
 
 
 # ----------------------------------------------------------------------------- the verifier
@@ -460,23 +468,6 @@ def train_gsm8k(cfg: HFConfig, verifier=None, log=print):
     """``train_hf_grpo`` on GSM8K's train split (``cfg.gsm8k``), ``cfg.prompts`` questions a step
     in a seeded shuffle, one line of stats a step to ``log``; saves the model to ``cfg.out`` when
     given. Returns (policy, list of step stats)."""
-    if not (cfg.lr > 0 and math.isfinite(cfg.lr)):
-        raise ValueError(f"lr must be a finite number > 0, got {cfg.lr}")
-    if cfg.G < 2 or cfg.prompts < 1 or cfg.steps < 1 or cfg.reuse < 1 or cfg.chunk_groups < 1:
-        raise ValueError("need G >= 2, prompts >= 1, steps >= 1, reuse >= 1, chunk_groups >= 1; "
-                         f"got {cfg}")
-    check_temperature(cfg.temperature)
-    if cfg.max_new_tokens < 1:
-        raise ValueError(f"max_new_tokens must be >= 1, got {cfg.max_new_tokens}")
-    if not 0 < cfg.eps_low < 1:
-        raise ValueError(f"eps_low must be in (0, 1), got {cfg.eps_low!r}")
-    if cfg.eps_high is not None and not (cfg.eps_high > 0 and math.isfinite(cfg.eps_high)):
-        raise ValueError(f"eps_high must be None or a finite number > 0, got {cfg.eps_high!r}")
-    if not (cfg.beta >= 0 and math.isfinite(cfg.beta)):
-        raise ValueError(f"beta must be a finite number >= 0, got {cfg.beta!r}")
-    if cfg.advantage not in ADVANTAGES or cfg.aggregation not in AGGREGATIONS:
-        raise ValueError(f"advantage must be in {ADVANTAGES} and aggregation in {AGGREGATIONS}, "
-                         f"got {cfg.advantage!r}, {cfg.aggregation!r}")
     pick_device(cfg.device)                      # no GPU and no --device cpu: say so before loading
     rows = load_questions(cfg.gsm8k)
     order = torch.randperm(len(rows), generator=torch.Generator().manual_seed(cfg.seed)).tolist()
@@ -520,9 +511,9 @@ def parse_args(argv=None) -> HFConfig:
 
 def main(argv=None):
     torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
-    cfg = parse_args(argv)
-    print("config:", asdict(cfg), flush=True)
     try:
+        cfg = parse_args(argv)
+        print("config:", asdict(cfg), flush=True)
         train_gsm8k(cfg)
     except (OSError, RuntimeError, ValueError) as e:     # a library error, said as a CLI's
         raise SystemExit(f"error: {e}") from e

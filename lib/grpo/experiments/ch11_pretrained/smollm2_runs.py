@@ -104,17 +104,21 @@ RUNS = {
     **{f"grpo_seed{s}": Spec("grpo", seed=s,
                              note="GRPO, the verifier's reward; added after seeds 0-2")
        for s in (3, 4)},
-    "finish_reward": Spec("grpo", reward="finish",
-                          note="a reward for ending, with a number, within the budget; blind to "
-                               "the answer"),
+    # The finishing and random-reward controls: seed 0 was run with GRPO's planned seeds; seeds
+    # 1-4 bring each to GRPO's five, a count fixed before they ran (not after looking at them).
+    **{f"finish_seed{s}": Spec("grpo", seed=s, reward="finish",
+                               note="a reward for ending, with a number, within the budget; "
+                                    "blind to the answer")
+       for s in range(5)},
     # The format-matched control, three seeds fixed before running (as GRPO's planned three).
     **{f"format_seed{s}": Spec("grpo", seed=s, reward="one_equation",
                                note="a reward for ending right after one equation, a op b = c; "
                                     "blind to the answer")
        for s in (0, 1, 2)},
-    "random_reward": Spec("grpo", reward="random",
-                          note="a reward paid at random, at the batch's success rate; blind to the "
-                               "answer"),
+    **{f"random_seed{s}": Spec("grpo", seed=s, reward="random",
+                               note="a reward paid at random, at the batch's success rate; blind "
+                                    "to the answer")
+       for s in range(5)},
     "sft": Spec("sft",
                 note="SFT on the reference solutions, the same Adam and lr, for grpo_seed0's CPU"),
 }

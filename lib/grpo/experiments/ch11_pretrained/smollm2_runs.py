@@ -124,6 +124,18 @@ RUNS = {
 }
 
 
+ARM_PREFIXES = {"grpo": "grpo_seed", "format": "format_seed", "finish_reward": "finish_seed",
+                "random_reward": "random_seed"}
+
+
+def arms() -> dict:
+    """Each arm's stored runs, seeds in order: ``grpo`` (the verifier's reward, five seeds), the
+    reward controls ``format`` (three), ``finish_reward`` and ``random_reward`` (five each), and
+    ``sft`` (one run, at grpo_seed0's CPU)."""
+    return {**{arm: [n for n in RUNS if n.startswith(prefix)]
+               for arm, prefix in ARM_PREFIXES.items()}, "sft": ["sft"]}
+
+
 def problems() -> dict:
     """The training problems (one-step, training split) and the held-out sets (none a training
     problem reworded)."""
@@ -381,6 +393,38 @@ def lift(names, against: str = "start", part: str = "one_step"):
     names = [names] if isinstance(names, str) else list(names)
     return paired_lift(outcomes_of(against, part), np.stack([outcomes_of(n, part) for n in names]),
                        clusters=chains(part))
+
+
+def grpo_minus(arm: str):
+    """GRPO's paired greedy lift over a control arm on the one-step held-out set, its distinct
+    calculations resampled: seed by seed where the control has seeds (its seed s against GRPO's
+    seed s, so the format control's three meet GRPO's three planned seeds), else GRPO's seeds
+    against the control's one run (SFT)."""
+    from grpo.stats import paired_lift
+    control, grpo = arms()[arm], arms()["grpo"]
+    if len(control) > 1:
+        base, treated = (np.stack([outcomes_of(n) for n in names])
+                         for names in (control, grpo[:len(control)]))
+    else:
+        base, treated = outcomes_of(control[0]), np.stack([outcomes_of(n) for n in grpo])
+    return paired_lift(base, treated, clusters=chains())
+
+
+def text_scores(name: str, part: str = "one_step") -> dict | None:
+    """What a stored run's greedy answers on a held-out set say, beyond the last number the reward
+    reads (``equation_scores``, ``one_equation_format``): the share whose last number is right,
+    whose first equation's result is right, whose equations are all true, and that take the
+    one-equation format; None for a run stored without its texts."""
+    scored = load_run(name)["held_out"][part]
+    if "texts" not in scored:
+        return None
+    probs = problems()["two_step" if part == "two_step" else "one_step"]
+    rows = [(equation_scores(t, p["answer"]), one_equation_format(t, e))
+            for t, e, p in zip(scored["texts"], unbits(scored["ended"]), probs, strict=True)]
+    return {"last_number": float(unbits(scored["greedy"]).mean()),
+            "first_equation": float(np.mean([s["first_equation"] for s, _ in rows])),
+            "equations_true": float(np.mean([s["equations_true"] for s, _ in rows])),
+            "one_equation_format": float(np.mean([f for _, f in rows]))}
 
 
 TIMINGS = ("sample_s", "ref_s", "update_s", "cpu_s")

@@ -4,9 +4,11 @@ loss and its diagnostics; the second iteration samples from the first update), a
 recipe is the one the runs used."""
 import json
 
+import numpy as np
 import pytest
 import torch
 
+from grpo import stats
 from grpo.experiments.ch11_pretrained import smollm2_runs as P
 from grpo.book.results import mismatches
 
@@ -73,3 +75,31 @@ def test_equation_scores_read_the_arithmetic_not_only_the_last_number():
         "anywhere": True, "first_equation": False, "equations_true": True}
     assert score("4 x 2 = 8 and 9 ÷ 3 = 3", "#### 8")["equations_true"]
     assert not score("She has 5.", "#### 5")["equations_true"]       # no equation written
+
+
+def test_the_arms_pair_each_control_seed_with_grpos_same_seed():
+    arms = P.arms()
+    assert len(arms["finish_reward"]) == len(arms["random_reward"]) == len(arms["grpo"]) == 5
+    assert len(arms["format"]) == 3 and arms["sft"] == ["sft"]
+    assert sorted(n for runs in arms.values() for n in runs) == sorted(set(P.RUNS) - {"start"})
+    for arm in ("finish_reward", "random_reward", "format"):
+        assert [P.RUNS[n].seed for n in arms[arm]] == list(range(len(arms[arm])))
+        assert [P.RUNS[n].seed for n in arms["grpo"]][:len(arms[arm])] == list(range(len(arms[arm])))
+    by_hand = stats.paired_lift(np.stack([P.outcomes_of(n) for n in arms["format"]]),
+                                np.stack([P.outcomes_of(n) for n in arms["grpo"][:3]]), clusters=P.chains())
+    assert P.grpo_minus("format") == by_hand
+    shuffled = stats.paired_lift(np.stack([P.outcomes_of(n) for n in arms["format"][::-1]]),
+                                 np.stack([P.outcomes_of(n) for n in arms["grpo"][:3]]), clusters=P.chains())
+    assert shuffled.ci95 != by_hand.ci95                  # the pairing is seen: seed s meets seed s
+
+
+def test_text_scores_read_a_runs_stored_texts_and_none_without_them(monkeypatch):
+    got = P.text_scores("format_seed0")
+    assert got["last_number"] == P.outcomes_of("format_seed0").mean()
+    assert set(got) == {"last_number", "first_equation", "equations_true", "one_equation_format"}
+    assert all(0 <= v <= 1 for v in got.values()) and got["one_equation_format"] > 0.5
+    stored = P.load_run("format_seed0")
+    bare = {**stored, "held_out": {k: {f: v for f, v in part.items() if f != "texts"}
+                                   for k, part in stored["held_out"].items()}}
+    monkeypatch.setattr(P, "load_run", lambda name: bare)
+    assert P.text_scores("format_seed0") is None

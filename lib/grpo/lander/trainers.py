@@ -136,12 +136,13 @@ class LanderGRPOConfig:
     """Outcome GRPO as the published port ran it; ``process=True`` swaps in per-step credit."""
     group_size: int = 16         # G episodes per prompt
     prompts: int = 4             # B prompts per iteration: 64 episodes
-    epochs: int = 4
-    minibatch: int = 64
-    clip: float = 0.2
-    lr: float = 3e-4
-    adam_eps: float = 1e-5
-    max_grad_norm: float = 0.5
+    # the update's settings are PPO's (rl-zoo's), as the published port kept them
+    epochs: int = ActorCriticConfig.epochs
+    minibatch: int = ActorCriticConfig.minibatch
+    clip: float = ActorCriticConfig.clip
+    lr: float = ActorCriticConfig.lr
+    adam_eps: float = ActorCriticConfig.adam_eps
+    max_grad_norm: float = ActorCriticConfig.max_grad_norm
     beta: float = 0.04           # k3 KL to the reference policy
     ref_every: int = 10          # iterations between reference refreshes
     process: bool = False

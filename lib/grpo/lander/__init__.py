@@ -25,8 +25,9 @@ from .env import (ENV_ID, MAIN_ENGINE, N_ACTIONS, NO_ENGINE, OBS_DIM, SLEEP_STEP
                   visited_state_entropy)
 from .objectives import (GROUP_EPS, GRPOLossGrad, baseline_advantages, ended_at_terminal,
                          episode_gae, explained_variance, gae, grpo_loss_grad, lander_grpo_loss,
-                         outcome_advantages, ppo_loss_grad, process_advantages, ratio_stats,
-                         returns_to_go, step_weights, surrogate_slope, time_baseline)
+                         normalize_advantages, outcome_advantages, ppo_loss_grad,
+                         process_advantages, ratio_stats, returns_to_go, step_weights,
+                         surrogate_slope, time_baseline)
 from .report import summarize
 from .trainers import (A2C_CONFIG, ALGOS, DEFAULT_CONFIGS, DIAGNOSTICS, ActorCriticConfig,
                        GroupBatch, LanderGRPOConfig, GRPOControls, LEARNED_BASELINES,

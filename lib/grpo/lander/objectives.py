@@ -188,6 +188,13 @@ def grpo_loss_grad(logits, actions, logp_old, logp_ref, adv, w, clip: float,
     return GRPOLossGrad(_logits_grad(logp_all, actions, d_logp), clipped, kl_k3(logp, logp_ref))
 
 
+def normalize_advantages(adv) -> np.ndarray:
+    """SB3's per-minibatch advantage normalisation, (a - mean) / (sample std + 1e-8); a single step
+    is left as it is (its sample std is undefined)."""
+    adv = np.asarray(adv, dtype=float)
+    return adv if len(adv) < 2 else (adv - adv.mean()) / (adv.std(ddof=1) + 1e-8)
+
+
 def ppo_loss_grad(logits, actions, logp_old, adv, clip: float, ent_coef: float):
     """The gradient of PPO's policy loss -mean(surrogate) - ent_coef * mean(entropy) with respect to
     the logits (closed form, checked against autograd); entropy's slope is -p * (log p + H).

@@ -22,10 +22,10 @@ from ..pool import parallel_map
 from .env import (OBS_DIM, TEST_SEED0, TIME_LIMIT, VAL_SEED0, Evaluator, StepCollector,
                   entropy_of, episode_outcomes, make_actor, make_critic, make_envs,
                   play_groups, policy_logits, sleep_gate, start_obs, visited_state_entropy)
-from .objectives import (GROUP_EPS, baseline_advantages, ended_at_terminal, episode_gae,
-                         GRPOLossGrad, explained_variance, gae, grpo_loss_grad, ppo_loss_grad,
-                         process_advantages, ratio_stats, returns_to_go, step_weights,
-                         time_baseline)
+from .objectives import (GROUP_EPS, GRPOLossGrad, baseline_advantages, ended_at_terminal,
+                         episode_gae, explained_variance, gae, grpo_loss_grad,
+                         normalize_advantages, ppo_loss_grad, process_advantages, ratio_stats,
+                         returns_to_go, step_weights, time_baseline)
 
 ALGOS = ("ppo", "a2c", "grpo", "grpo_process", "grpo_value", "grpo_time", "grpo_value_time",
          "grpo_gae")
@@ -306,9 +306,7 @@ def train_actor_critic(spec: RunSpec, progress=None) -> dict:
         # 3. K epochs of minibatch steps on the clipped surrogate + value loss - entropy bonus
         grads, ratios = [], []
         for epoch, mb in minibatches(rng, T * N, cfg.epochs, cfg.minibatch):
-            a = b_adv[mb]
-            if cfg.normalize_adv and len(mb) > 1:
-                a = (a - a.mean()) / (a.std(ddof=1) + 1e-8)
+            a = normalize_advantages(b_adv[mb]) if cfg.normalize_adv else b_adv[mb]   # as SB3
             logits = pi.forward(b_obs[mb])
             ratios.append(ratio_stats(logits, b_act[mb], b_logp_old[mb], cfg.clip))
             d_logits, clipped = ppo_loss_grad(logits, b_act[mb], b_logp_old[mb], a, cfg.clip,

@@ -112,6 +112,12 @@ LOG_KEYS = ("iteration", "reward_mean", "verifier_reward_mean", "degenerate_frac
             "ref_s", "update_s")
 
 
+def warmed_up_lr(lr: float, iteration: int, warmup: int) -> float:
+    """The learning rate at ``iteration`` (from 1) of a linear warm-up over ``warmup`` iterations
+    (0: none), then constant."""
+    return lr * min(1.0, iteration / warmup) if warmup else lr
+
+
 class Group(NamedTuple):
     """One prompt and its G sampled completions: what the sampler and the verifier give GRPO."""
     prompt: list                       # the question's token ids
@@ -179,7 +185,7 @@ def train_lm_grpo(policy, tok, train: list[dict], test: list[dict], cfg: RunConf
         _evaluate_into(evals, 0, policy, tok, train, test, cfg)
     for it in range(1, cfg.iterations + 1):
         for group in optimizer.param_groups:
-            group["lr"] = cfg.lr * min(1.0, it / cfg.warmup) if cfg.warmup else cfg.lr
+            group["lr"] = warmed_up_lr(cfg.lr, it, cfg.warmup)
 
         # 1. Sample and score G completions per prompt; the sampler's log-probs are pi_old's.
         t0 = time.process_time()
@@ -331,7 +337,7 @@ def expert_iteration(policy, tok, train: list[dict], test: list[dict], cfg: EICo
     log, evals = {"iteration": [], "reward_mean": [], "kept": [], "loss_mean": []}, {}
     for it in range(1, cfg.iterations + 1):
         for group in opt.param_groups:
-            group["lr"] = cfg.lr * min(1.0, it / cfg.warmup) if cfg.warmup else cfg.lr
+            group["lr"] = warmed_up_lr(cfg.lr, it, cfg.warmup)
         batch = rng.sample(train, cfg.prompts)
         policy.eval()
         texts = completions(policy, tok, batch, n=cfg.G, temperature=cfg.temperature, generator=gen,

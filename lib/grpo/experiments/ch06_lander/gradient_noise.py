@@ -40,7 +40,7 @@ from grpo.pool import parallel_map
 from grpo.runstore import command_line, read_json, run_dir, write_json
 from grpo.stats import interval_p_value, t975
 from grpo.lander.env import OBS_DIM, StepCollector, make_actor, make_critic, make_envs, play_groups
-from grpo.lander.objectives import grpo_loss_grad, ppo_loss_grad
+from grpo.lander.objectives import grpo_loss_grad, normalize_advantages, ppo_loss_grad
 from grpo.lander.trainers import (LEARNED_BASELINES, ActorCriticConfig, LanderGRPOConfig, RunSpec,
                                   episode_advantages, gae_targets, group_batch, train)
 
@@ -95,7 +95,7 @@ def batch_gradient(cfg, actor_state, critic_flat,
         _, adv, _ = gae_targets(s, vf, cfg.gamma, cfg.lam)
         adv = adv.reshape(-1)
         if cfg.normalize_adv:
-            adv = (adv - adv.mean()) / (adv.std(ddof=1) + 1e-8)
+            adv = normalize_advantages(adv)
         obs, act = s.obs.reshape(-1, OBS_DIM), s.actions.reshape(-1)
         logits = pi.forward(obs)
         logp = action_logprobs(logits, act)

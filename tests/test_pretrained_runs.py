@@ -103,3 +103,15 @@ def test_text_scores_read_a_runs_stored_texts_and_none_without_them(monkeypatch)
                                    for k, part in stored["held_out"].items()}}
     monkeypatch.setattr(P, "load_run", lambda name: bare)
     assert P.text_scores("format_seed0") is None
+
+
+def test_the_last_number_reading_is_the_rewards_lift_and_bad_readings_fail(monkeypatch):
+    assert P.reading_lift("format_seed0", "last_number", against="format_seed1") == \
+        P.lift("format_seed0", against="format_seed1")
+    with pytest.raises(ValueError, match="reading must be one of"):
+        P.reading_lift("format_seed0", "longest_number")
+    real = P.load_run
+    monkeypatch.setattr(P, "load_run", lambda name: {"held_out": {"one_step": {"greedy": "1"}}}
+                        if name == "format_seed2" else real(name))
+    with pytest.raises(ValueError, match=r"without their texts cannot be read: \['format_seed2'\]"):
+        P.reading_lift(["format_seed0", "format_seed2"], "first_equation", against="format_seed1")

@@ -410,21 +410,58 @@ def grpo_minus(arm: str):
     return paired_lift(base, treated, clusters=chains())
 
 
-def text_scores(name: str, part: str = "one_step") -> dict | None:
-    """What a stored run's greedy answers on a held-out set say, beyond the last number the reward
-    reads (``equation_scores``, ``one_equation_format``): the share whose last number is right,
-    whose first equation's result is right, whose equations are all true, and that take the
-    one-equation format; None for a run stored without its texts."""
+READINGS = ("last_number", "first_equation", "equations_true", "one_equation_format")
+
+
+def text_readings(name: str, part: str = "one_step") -> dict | None:
+    """Per problem, what a stored run's greedy answer on a held-out set says, as 0/1 arrays in
+    ``READINGS``' order: whether its last number is right (what the reward reads), whether the
+    result of its first equation is right, whether every equation it writes is true
+    (``equation_scores``), and whether it takes the one-equation format
+    (``one_equation_format``). None for a run stored without its texts."""
     scored = load_run(name)["held_out"][part]
     if "texts" not in scored:
         return None
     probs = problems()["two_step" if part == "two_step" else "one_step"]
-    rows = [(equation_scores(t, p["answer"]), one_equation_format(t, e))
-            for t, e, p in zip(scored["texts"], unbits(scored["ended"]), probs, strict=True)]
-    return {"last_number": float(unbits(scored["greedy"]).mean()),
-            "first_equation": float(np.mean([s["first_equation"] for s, _ in rows])),
-            "equations_true": float(np.mean([s["equations_true"] for s, _ in rows])),
-            "one_equation_format": float(np.mean([f for _, f in rows]))}
+    eq = [equation_scores(t, p["answer"]) for t, p in zip(scored["texts"], probs, strict=True)]
+    return {"last_number": unbits(scored["greedy"]).astype(float),
+            "first_equation": np.array([s["first_equation"] for s in eq], dtype=float),
+            "equations_true": np.array([s["equations_true"] for s in eq], dtype=float),
+            "one_equation_format": np.array(
+                [one_equation_format(t, e) for t, e in zip(scored["texts"], unbits(scored["ended"]),
+                                                           strict=True)])}
+
+
+def text_scores(name: str, part: str = "one_step") -> dict | None:
+    """Each of ``text_readings``' shares for one run (None without its texts)."""
+    readings = text_readings(name, part)
+    return None if readings is None else {k: float(v.mean()) for k, v in readings.items()}
+
+
+def reading_lift(names, reading: str, against: str = "start", part: str = "one_step"):
+    """``lift`` for another reading of the answers than the reward's (``text_readings``): the
+    paired lift of stored runs (one, or a list of seeds) over another run, distinct calculations
+    resampled."""
+    from grpo.stats import paired_lift
+    if reading not in READINGS:
+        raise ValueError(f"reading must be one of {READINGS}, got {reading!r}")
+    names = [names] if isinstance(names, str) else list(names)
+    missing = [n for n in [against, *names] if text_readings(n, part) is None]
+    if missing:
+        raise ValueError(f"runs stored without their texts cannot be read: {missing}")
+    return paired_lift(text_readings(against, part)[reading],
+                       np.stack([text_readings(n, part)[reading] for n in names]),
+                       clusters=chains(part))
+
+
+def first_equation_verdict(first) -> str:
+    """What an arm's ``reading_lift(..., "first_equation")`` says, in the pages' words."""
+    if first.ci95[0] > 0:
+        return "its first equation is right more often too: part of the lift is arithmetic"
+    if first.ci95[1] < 0:
+        return "its first equation is right less often than the start's"
+    return ("its first equation is right no more often than the start's: the lift these problems "
+            "show is in where the answer ends, not in the arithmetic the answer writes")
 
 
 TIMINGS = ("sample_s", "ref_s", "update_s", "cpu_s")

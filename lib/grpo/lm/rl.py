@@ -30,6 +30,7 @@ from .data import PROTOCOL, encode_problem, reference_answer, reward, strict_rew
 from .eval import completions, evaluate, outcomes, pass_at_k, rewards, score  # noqa: F401  (re-exported)
 from .grpo import LossOptions, dynamic_sampling, grpo_update
 from .model import DTYPE, completion_logprobs, sample
+from .verifier import random_rewards
 from .train import SFTConfig, check_betas, length_batches, sft, sft_loss
 
 
@@ -145,7 +146,7 @@ def sample_groups(policy, tok, problems, cfg: RunConfig, generator,
                          dtype=DTYPE).reshape(-1, cfg.G) if kind != "verifier" else r
     if cfg.reward == "random":
         rate = float(right.mean())
-        flips = [float(coins.random() < rate) for _ in range(r.numel())]
+        flips = random_rewards([coins.random() for _ in range(r.numel())], rate)
         r = torch.tensor(flips, dtype=DTYPE).reshape(r.shape)
     rows = [slice(i * cfg.G, (i + 1) * cfg.G) for i in range(len(problems))]
     return [Group(prompts[i], tokens[s], logp[s], mask[s], r[i], right[i])

@@ -117,6 +117,13 @@ def last_number_reward(completion, answer) -> float:
         return 0.0
 
 
+def random_rewards(uniforms, success_rate: float) -> list[float]:
+    """The control reward that ignores the answers: 1.0 where a uniform draw in ``uniforms`` falls
+    below ``success_rate`` (the batch's verifier success rate), else 0.0, so it pays as often as
+    the verifier would, at random. The caller draws the uniforms, from its own generator."""
+    return [float(u < success_rate) for u in uniforms]
+
+
 def strict_reward(completion, answer) -> float:
     """The verifier AND the annotations: 1.0 if the completion's ``####`` number is right and it
     shows at least one ``<<expr=value>>`` calculation, every one of them correct

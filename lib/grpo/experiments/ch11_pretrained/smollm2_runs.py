@@ -34,7 +34,8 @@ import torch
 from grpo.lm.data import PROTOCOL, calculation_chain, step_count
 from grpo.lm.hf import (HFConfig, encode_prompts, load_model, chat_prompt_text, sample_completions,
                         train_hf_grpo)
-from grpo.lm.verifier import last_number, last_number_reward, reference_answer, safe_arith
+from grpo.lm.verifier import (last_number, last_number_reward, random_rewards, reference_answer,
+                              safe_arith)
 from grpo.pool import parallel_map
 from grpo.runstore import bits, command_line, read_json, run_dir, unbits, writable, write_json
 
@@ -219,8 +220,7 @@ def batch_reward(kind: str, coin: torch.Generator, seen: dict):
         elif kind == "one_equation":
             paid = [one_equation_format(t, f) for t, f in zip(texts, finished, strict=True)]
         else:                           # paid at random, at the batch's success rate
-            paid = (torch.rand(len(texts),
-                               generator=coin) < float(np.mean(correct))).float().tolist()
+            paid = random_rewards(torch.rand(len(texts), generator=coin), float(np.mean(correct)))
         seen.update(texts=texts, correct=correct, finished=list(map(bool, finished)), paid=paid)
         return paid
     return reward

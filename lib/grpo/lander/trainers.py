@@ -390,9 +390,8 @@ def episode_advantages(cfg: LanderGRPOConfig, ep, vf=None):
         return baseline_advantages(adv, np.zeros_like(adv)), targets
     to_go = np.concatenate(returns_to_go(ep.rewards))
     if vf is not None:
-        return baseline_advantages(to_go,
-                                   lander_critic_values(vf, critic_inputs(cfg, ep),
-                                                 cfg.value_scale)), to_go
+        values = lander_critic_values(vf, critic_inputs(cfg, ep), cfg.value_scale)
+        return baseline_advantages(to_go, values), to_go
     return baseline_advantages(to_go,
                                time_baseline(returns_to_go(ep.rewards), cfg.group_size)), None
 

@@ -137,9 +137,10 @@ def arms() -> dict:
                for arm, prefix in ARM_PREFIXES.items()}, "sft": ["sft"]}
 
 
+@functools.lru_cache(maxsize=1)
 def problems() -> dict:
     """The training problems (one-step, training split) and the held-out sets (none a training
-    problem reworded)."""
+    problem reworded). Built once and shared: read it, do not modify it."""
     train = [p for p in PROTOCOL.splits()[0] if step_count(p) == 1]
     held = PROTOCOL.held_out(2000)
     return {"train": train,
@@ -460,8 +461,9 @@ def first_equation_verdict(first) -> str:
         return "its first equation is right more often too: part of the lift is arithmetic"
     if first.ci95[1] < 0:
         return "its first equation is right less often than the start's"
-    return ("its first equation is right no more often than the start's: the lift these problems "
-            "show is in where the answer ends, not in the arithmetic the answer writes")
+    return ("its first equation is not measurably more often right than the start's (the interval "
+            "includes 0), so these runs show a lift in where the answer ends, not a measurable one "
+            "in the arithmetic it writes")
 
 
 TIMINGS = ("sample_s", "ref_s", "update_s", "cpu_s")

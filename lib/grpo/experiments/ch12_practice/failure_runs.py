@@ -1,7 +1,7 @@
 """Chapter 12's stored runs: the common ways GRPO fails, each cause and its fix shown by runs.
 
 Two testbeds, both the book's own. Two-digit addition (chapter 9: GRPO lifts held-out accuracy
-there in about 15 CPU-seconds a run) carries the grids that need many seeds; chapter 7's small GPT
+there in CPU-seconds a run) carries the grids that need many seeds; chapter 7's small GPT
 on word problems carries the one question whose answers must vary in length (loss aggregation).
 Seeds are fixed here, before running.
 
@@ -18,9 +18,10 @@ Seeds are fixed here, before running.
         the three loss aggregations TRL's ``loss_type`` selects ("grpo", "dapo", "dr_grpo"),
         and, per run, the token length and verdict of 4 samples on 200 held-out problems
 
-``python -m grpo.experiments.ch12_practice.failure_runs`` re-stores them all (about 45 CPU-minutes;
-``GRPO_STORE=1`` is set for it). The chapter reads them; a reader who edits a grid's jobs runs them
-into ``scratch/runs/12_practice/`` instead.
+``python -m grpo.experiments.ch12_practice.failure_runs`` re-stores them all (CPU-minutes; the
+README's ``make full`` row gives the measured total; ``GRPO_STORE=1`` is set for it). The chapter
+reads them; a reader who edits a grid's jobs runs them into ``scratch/runs/12_practice/``
+instead.
 """
 from __future__ import annotations
 

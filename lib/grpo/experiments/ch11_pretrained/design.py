@@ -135,7 +135,7 @@ def training_pool() -> tuple:
     return tuple(p for p in PROTOCOL.splits()[0] if step_count(p) == 1 and not is_held_out(p))
 
 
-def training_prompts(seed: int, count: int) -> list:
+def training_draw(seed: int, count: int) -> list:
     """The ``count`` training problems a run of ``seed`` draws, in order: a seeded shuffle of the
     training pool."""
     pool = training_pool()
@@ -190,9 +190,9 @@ def answer_prefix(prompt: str, question: str) -> str:
     return f"{question.split()[0]} has" if PROMPTS[prompt].subject_prefix else ""
 
 
-def prompt_text(tokenizer, question: str, prompt: str) -> str:
+def render_prompt(tokenizer, question: str, prompt: str) -> str:
     """The whole prompt, template included, that ``prompt`` puts to the model for ``question``:
-    with ``functools.partial(prompt_text, prompt=name)`` it is ``grpo.lm.hf``'s ``render``."""
+    with ``functools.partial(render_prompt, prompt=name)`` it is ``grpo.lm.hf``'s ``render``."""
     from grpo.lm.hf import chat_prompt_text
     spec = PROMPTS[prompt]
     return (chat_prompt_text(tokenizer, question, spec.instruction, spec.example)

@@ -41,9 +41,9 @@ EVAL_BATCH = 48
 READINGS = ("last_number", "first_equation", "equations_true", "one_equation_format")
 
 
-def render(prompt: str):
+def renderer(prompt: str):
     """``grpo.lm.hf``'s ``render(tokenizer, question)`` for one of ``design.PROMPTS``."""
-    return functools.partial(D.prompt_text, prompt=prompt)
+    return functools.partial(D.render_prompt, prompt=prompt)
 
 
 def readings(texts, ended, problems) -> dict:
@@ -60,7 +60,8 @@ def readings(texts, ended, problems) -> dict:
 
 
 @torch.inference_mode()
-def greedy(model, tok, problems, prompt: str, max_new_tokens: int = RECIPE.max_new_tokens) -> dict:
+def greedy_under_prompt(model, tok, problems, prompt: str,
+                        max_new_tokens: int = RECIPE.max_new_tokens) -> dict:
     """Greedy answers under ``prompt``: each answer's text (the prompt's answer prefix included),
     whether it ended within the budget (0/1 string), and its length in tokens."""
     model.eval()
@@ -68,7 +69,7 @@ def greedy(model, tok, problems, prompt: str, max_new_tokens: int = RECIPE.max_n
     for i in range(0, len(problems), EVAL_BATCH):
         batch = problems[i:i + EVAL_BATCH]
         ids, mask = encode_prompts(tok, [p["question"] for p in batch], model.device,
-                                   render=render(prompt))
+                                   render=renderer(prompt))
         out = model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=max_new_tokens,
                              do_sample=False, pad_token_id=tok.pad_token_id,
                              eos_token_id=tok.eos_token_id)
@@ -83,7 +84,7 @@ def greedy(model, tok, problems, prompt: str, max_new_tokens: int = RECIPE.max_n
 
 
 @torch.inference_mode()
-def sampled(model, tok, problems, prompt: str, samples: int, seed: int) -> dict:
+def samples_under_prompt(model, tok, problems, prompt: str, samples: int, seed: int) -> dict:
     """``samples`` completions of each problem at the recipe's temperature and budget, from a
     generator seeded with ``seed``: their texts (problem by problem, prefix included) and whether
     each ended (0/1 string)."""
@@ -93,7 +94,7 @@ def sampled(model, tok, problems, prompt: str, samples: int, seed: int) -> dict:
     for i in range(0, len(problems), 4):
         batch = problems[i:i + 4]
         ids, mask = encode_prompts(tok, [p["question"] for p in batch], model.device,
-                                   render=render(prompt))
+                                   render=renderer(prompt))
         tokens, _, _ = sample_completions(model, ids, mask, samples, RECIPE.temperature,
                                           RECIPE.max_new_tokens, tok.eos_token_id,
                                           tok.pad_token_id, gen)
@@ -144,21 +145,21 @@ def pass_k_problems() -> list:
     return list(D.held_out_problems()[::D.WORDINGS])
 
 
-def evaluate(model, tok, spec: DecidedRun) -> dict:
-    out = {"greedy": greedy(model, tok, list(D.held_out_problems()), spec.prompt)}
+def score_held_out(model, tok, spec: DecidedRun) -> dict:
+    out = {"greedy": greedy_under_prompt(model, tok, list(D.held_out_problems()), spec.prompt)}
     if spec.pass_k:
-        out["sampled"] = sampled(model, tok, pass_k_problems(), spec.prompt,
+        out["sampled"] = samples_under_prompt(model, tok, pass_k_problems(), spec.prompt,
                                  D.DESIGN.pass_at_k_samples, D.PASS_K_SEED)
     return out
 
 
-def train(spec: DecidedRun, iterations: int | None = None):
+def train_decided(spec: DecidedRun, iterations: int | None = None):
     """A GRPO run of ``spec``'s arm and seed from the start, with ``design.recipe()``: its prompts
-    are ``design.training_prompts(seed)``, the same for every arm at a seed. Returns (policy,
+    are ``design.training_draw(seed)``, the same for every arm at a seed. Returns (policy,
     tokenizer, log, first batch)."""
     cfg = replace(D.recipe(), seed=spec.seed)
     iterations = cfg.steps if iterations is None else iterations
-    prompts = D.training_prompts(spec.seed, iterations * cfg.prompts)
+    prompts = D.training_draw(spec.seed, iterations * cfg.prompts)
     batches = [prompts[i * cfg.prompts:(i + 1) * cfg.prompts] for i in range(iterations)]
     seen, first = {}, {}
 
@@ -176,7 +177,7 @@ def train(spec: DecidedRun, iterations: int | None = None):
                           torch.Generator().manual_seed(1000 + spec.seed), seen)
     policy, tok, log = train_hf_grpo(
         cfg, ([[p["question"] for p in b], [p["answer"] for p in b]] for b in batches),
-        reward=reward, on_step=record, render=render(spec.prompt))
+        reward=reward, on_step=record, render=renderer(spec.prompt))
     return policy, tok, log, first
 
 
@@ -187,14 +188,14 @@ def run(name: str) -> dict:
     def work():
         out = {"name": name, "spec": asdict(spec), "design": D.DESIGN.as_record()}
         if spec.kind == "grpo":
-            model, tok, out["log"], out["first_batch"] = train(spec)
+            model, tok, out["log"], out["first_batch"] = train_decided(spec)
         else:
             model, tok = load_model(MODEL, "cpu")
         if spec.kind == "selection":
-            out["selection"] = {p: greedy(model, tok, D.selection_problems(), p)
+            out["selection"] = {p: greedy_under_prompt(model, tok, D.selection_problems(), p)
                                 for p in D.PROMPTS}
         else:
-            out["held_out"] = evaluate(model, tok, spec)
+            out["held_out"] = score_held_out(model, tok, spec)
         return out
     out, cpu = cpu_timed(work)
     out["cpu_s"] = round(cpu, 1)
@@ -230,7 +231,7 @@ def retrain(names, workers: int = 1) -> list:
     return written
 
 
-def load(name: str) -> dict:
+def load_run(name: str) -> dict:
     """A stored decided run (or its re-trained twin, after ``retrain``)."""
     if name not in RUNS:
         raise ValueError(f"unknown run {name!r}; the runs are {list(RUNS)}")
@@ -253,7 +254,7 @@ def start_of(arm: str) -> str:
 
 @functools.lru_cache(maxsize=None)
 def _readings_of(name: str, part: str) -> dict:
-    run_ = load(name)
+    run_ = load_run(name)
     if part == "selection":
         return {p: readings(g["texts"], unbits(g["ended"]), D.selection_problems())
                 for p, g in run_["selection"].items()}
@@ -320,7 +321,7 @@ def minus(arm: str, control: str, which: str = "first_equation") -> Lift:
 
 def sampled_correct(name: str) -> np.ndarray:
     """(pass@k problems, samples) 0/1: whether each stored sample's last number is right."""
-    s = load(name)["held_out"]["sampled"]
+    s = load_run(name)["held_out"]["sampled"]
     probs = [p for p in pass_k_problems() for _ in range(s["samples"])]
     right = [last_number_reward(t, p["answer"]) for t, p in zip(s["texts"], probs, strict=True)]
     return np.array(right).reshape(-1, s["samples"])
@@ -374,10 +375,10 @@ TIMINGS = ("sample_s", "ref_s", "update_s", "cpu_s")
 def replay(name: str = "grpo_seed0", n: int = 2) -> tuple[dict, dict]:
     """(stored, fresh): a stored GRPO run's first ``n`` iterations (logs without timings, and the
     first batch) and the same iterations re-run by this code, for ``results.mismatches``."""
-    stored = load(name)
+    stored = load_run(name)
     if stored["design"] != json.loads(json.dumps(D.DESIGN.as_record())):
         raise ValueError(f"{name} was run under another design than design.DESIGN")
-    _, _, log, first = train(RUNS[name], iterations=n)
+    _, _, log, first = train_decided(RUNS[name], iterations=n)
 
     def plain(log, first):
         return {"log": [{k: v for k, v in s.items() if k not in TIMINGS} for s in log[:n]],

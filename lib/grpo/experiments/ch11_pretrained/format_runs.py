@@ -356,6 +356,46 @@ def design_record() -> dict:
                           for p, r in selection_scores().items()}}
 
 
+def beyond_best_format(arm: str, which: str = "last_number") -> Lift:
+    """An arm's paired lift in one reading over the best format-given start
+    (``best_format_start``): what the arm gives beyond what a prompt gives for free."""
+    return lift(arm, which, against=best_format_start(which))
+
+
+@dataclass(frozen=True)
+class Endpoints:
+    """The design's endpoints, computed from the stored runs (``endpoints``): the primary, the
+    secondary family with its Holm-adjusted p-values, and the detectable effect it was powered
+    for."""
+    primary: Lift
+    secondary: dict                     # the design's eight, in its order: name -> Lift
+    holm_p: dict                        # name -> Holm-adjusted p-value
+    detectable: float
+
+    @property
+    def verdict(self) -> str:
+        return verdict(self.primary, self.detectable)
+
+
+SECONDARY = ("last_number", "beyond_best_format", "gap", "minus_format_reward",
+             "minus_random_reward", "pass_at_1", "pass_at_16", "chapter_prompt_beyond_format")
+
+
+def endpoints() -> Endpoints:
+    """The primary endpoint (the 'grpo' arm's first-equation lift over its start) and the eight
+    secondary ones of ``design.DESIGN``, in its order, Holm-corrected as one family."""
+    from grpo.stats import holm
+    secondary = dict(zip(SECONDARY, (
+        lift("grpo", "last_number"), beyond_best_format("grpo"), gap_lift("grpo"),
+        minus("grpo", "format_reward"), minus("grpo", "random_reward"),
+        pass_at_k_lift("grpo", 1), pass_at_k_lift("grpo", 16),
+        beyond_best_format("grpo_chapter_prompt")), strict=True))
+    adjusted = holm([x.p_value for x in secondary.values()])
+    return Endpoints(primary=lift("grpo", "first_equation"), secondary=secondary,
+                     holm_p={k: float(p) for k, p in zip(secondary, adjusted, strict=True)},
+                     detectable=D.DESIGN.power["detectable_points"])
+
+
 def verdict(primary: Lift, detectable: float) -> str:
     """The take-away the primary endpoint allows, in the chapter's words."""
     if primary.ci95[0] > 0:

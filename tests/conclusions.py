@@ -18,6 +18,10 @@ It is not a claim of gain when it is
 **"What we found"** of chapters 6-10 and 12 holds at most five sentences, plus one on
 ``trl.GRPOConfig``, and at most two intervals.
 
+**The landing page quotes.** Each row of its findings table is a sentence its chapter's page shows
+word for word; where the chapter has a "What we found", the row is that section's opening
+sentence. So no figure is credited to a page that does not show it.
+
     python tests/conclusions.py          # every page's findings, and each chapter's size
 """
 from __future__ import annotations
@@ -166,6 +170,41 @@ def size_problems(section: str) -> list[str]:
     return out
 
 
+LANDING = ROOT / "book" / "intro.ipynb"
+FINDINGS_HEADER = "| what the book found | shown in |"
+
+
+def findings_rows(nb: dict) -> list[tuple[str, str]]:
+    """(the quoted text, the page it links to, relative to the repository) for every row of the
+    landing page's stored findings table."""
+    shown = ["".join(o["data"]["text/markdown"]) for c in nb["cells"] for o in c.get("outputs", [])
+             if "text/markdown" in o.get("data", {})]
+    table = next((t for t in shown if t.lstrip().startswith(FINDINGS_HEADER)), None)
+    if table is None:
+        raise ValueError("the landing page shows no findings table (its header: "
+                         f"{FINDINGS_HEADER!r})")
+    rows = []
+    for line in table.strip().splitlines()[2:]:
+        text, link = re.fullmatch(r"\|\s*(.*?)\s*\|\s*(.*?)\s*\|", line).groups()
+        rows.append((text.replace("\\|", "|"), re.search(r"\.\./([^)\s]+)\)", link).group(1)))
+    return rows
+
+
+def quotation_problems(rows: list[tuple[str, str]], root: Path = ROOT) -> list[str]:
+    """What is wrong with the landing page's quotations (see the module docstring)."""
+    problems = []
+    for text, target in rows:
+        shown = page(root / target)
+        if " ".join(text.split()) not in " ".join(shown.split()):
+            problems.append(f"{target} does not show: {text}")
+            continue
+        found = prose.section(shown, "What we found")
+        if found is not None and prose.sentences(found)[0] != text:
+            problems.append(f"{target}: the row is not the opening sentence of its 'What we "
+                            f"found' ({prose.sentences(found)[0]}): re-execute the landing page")
+    return problems
+
+
 def main() -> int:
     bad = 0
     for path in PAGES:
@@ -179,6 +218,9 @@ def main() -> int:
                       else size_problems(section)):
                 bad += 1
                 print(f"{name}: What we found: {p}")
+    for p in quotation_problems(findings_rows(json.loads(LANDING.read_text()))):
+        bad += 1
+        print(f"book/intro.ipynb: {p}")
     return 1 if bad else 0
 
 

@@ -1,6 +1,8 @@
 """Conclusions a student can repeat (``tests/conclusions.py`` says what each rule reads): no word
 of gain beside an interval that includes 0 on any rendered page, and chapters 6-10 and 12 each
 close on a short "What we found". The rules are shown to fail on planted cases first."""
+import json
+
 import pytest
 
 import conclusions as C
@@ -133,3 +135,28 @@ def test_section_needs_a_heading_and_stops_at_the_next_of_its_level():
     assert prose.section(text, "C") is None
     with pytest.raises(ValueError, match="heading"):
         prose.section(text, "")
+
+
+def test_the_landing_page_quotes_each_chapter():
+    rows = C.findings_rows(json.loads(C.LANDING.read_text()))
+    assert len(rows) >= 8 and all(t.startswith("chapters/") for _, t in rows)
+    problems = C.quotation_problems(rows)
+    assert not problems, "\n".join(problems)
+
+
+def test_a_figure_credited_to_a_page_that_does_not_show_it_is_caught():
+    rows = C.findings_rows(json.loads(C.LANDING.read_text()))
+    target = dict((t, x) for x, t in rows)
+    ch11, ch12 = (next(t for t in target if t.startswith(f"chapters/{n}_")) for n in (11, 12))
+    planted = [
+        # chapter 11's lab notes show -49.6, chapter 11 does not
+        ("SFT for the same CPU beat GRPO: GRPO minus it -49.6 points [-65.7, -33.5].", ch11),
+        # a sentence of chapter 12's, credited to chapter 11
+        (target[ch12], ch11),
+        # on the page, but not the opening sentence of its "What we found"
+        (C.prose.sentences(C.what_we_found(C.ROOT / ch12))[1], ch12),
+    ]
+    problems = C.quotation_problems(planted)
+    assert len(problems) == 3
+    assert "does not show" in problems[0] and "does not show" in problems[1]
+    assert "opening sentence" in problems[2]

@@ -73,7 +73,7 @@ def _role(match: re.Match) -> str:
     return body if name == "term" else " "
 
 
-def render(text: str, values: dict) -> str:
+def render_markdown(text: str, values: dict) -> str:
     """One markdown cell's text as a reader sees it (see the module docstring)."""
     text = re.sub(r"<!--.*?-->", " ", text, flags=re.S)
     text = re.sub(r"^(```|~~~)(?!\{).*?^\1\s*$", " ", text, flags=re.S | re.M)  # code
@@ -100,7 +100,7 @@ def _displayed_markdown(cell: dict) -> list[str]:
 def prose(nb: dict) -> str:
     """The markdown cells' text as a reader sees it (see the module docstring)."""
     values = glued_values(nb)
-    return "\n".join(render("".join(c["source"]), values) for c in nb["cells"]
+    return "\n".join(render_markdown("".join(c["source"]), values) for c in nb["cells"]
                      if c["cell_type"] == "markdown")
 
 
@@ -111,9 +111,9 @@ def page_text(nb: dict) -> str:
     blocks = []
     for cell in nb["cells"]:
         if cell["cell_type"] == "markdown":
-            blocks.append(render("".join(cell["source"]), values))
+            blocks.append(render_markdown("".join(cell["source"]), values))
         elif cell["cell_type"] == "code":
-            blocks += [render(md, values) for md in _displayed_markdown(cell)]
+            blocks += [render_markdown(md, values) for md in _displayed_markdown(cell)]
     return "\n\n".join(blocks)
 
 

@@ -160,3 +160,20 @@ def test_a_figure_credited_to_a_page_that_does_not_show_it_is_caught():
     assert len(problems) == 3
     assert "does not show" in problems[0] and "does not show" in problems[1]
     assert "opening sentence" in problems[2]
+
+
+def glossary_terms(text: str) -> set[str]:
+    """The terms a MyST ``{glossary}`` block defines: its unindented lines (lower case, as Sphinx
+    matches a {term} role)."""
+    block = text.split("```{glossary}", 1)[1].split("\n```", 1)[0]
+    return {line.strip().lower() for line in block.splitlines()
+            if line.strip() and not line.startswith((" ", "\t", ":"))}
+
+
+def test_the_glossary_defines_the_words_the_chapters_use_first():
+    terms = glossary_terms((C.ROOT / "book" / "glossary.md").read_text())
+    needed = {"gradient signal-to-noise ratio", "rloo", "maj@k", "pass@k", "0/1 advantages",
+              "expert iteration", "dr. grpo", "dapo", "gspo", "sharpening", "process supervision",
+              "argmax policy", "greedy accuracy", "reuse", "unit of an interval", "token budget"}
+    assert needed <= terms, sorted(needed - terms)
+    assert "rloo" not in glossary_terms("```{glossary}\nRLO\n  x\n```")

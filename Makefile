@@ -91,15 +91,15 @@ bench: $(STAMP)
 	  echo "== $$f"; $(BIN)/python $$f; done
 	@echo "== bench/bench_chapter_times.py"; $(BIN)/python bench/bench_chapter_times.py
 
-# Chapters 6, 7, 8, 10 and 11's runs too long for nbval, stored in data/runs/ (replayed by
-# tests/test_stored_runs.py, test_lm_main_runs.py, test_lm_answer_only.py, test_pretrained_runs.py,
-# test_lander_main_runs.py, test_stored_lander.py and test_lander_noise.py).
+# Chapters 6, 7, 8, 10, 11 and 12's runs too long for nbval, stored in data/runs/ (each replayed by
+# the test in README.md's `make full` table, which tests/test_readme.py holds to this list).
 full: $(STAMP)
 	$(BIN)/python -m grpo.experiments.ch07_small_lm.sft_run
 	$(BIN)/python -m grpo.experiments.ch10_word_problems.long_runs --all --workers 2
 	$(BIN)/python -m grpo.experiments.ch08_grpo_math.main_runs
 	$(BIN)/python -m grpo.experiments.ch07_small_lm.answer_only
 	$(BIN)/python -m grpo.experiments.ch11_pretrained.smollm2_runs --all --workers 2
+	$(BIN)/python -m grpo.experiments.ch11_pretrained.format_runs --all --workers 2
 	$(BIN)/python -m grpo.experiments.ch06_lander.main_runs --workers 2
 	$(BIN)/python -m grpo.experiments.ch06_lander.credit_study --all --workers 2
 	$(BIN)/python -m grpo.experiments.ch06_lander.gradient_noise --all --workers 2

@@ -51,4 +51,15 @@ def test_a_torch_tensor_comes_back_as_a_tensor_of_its_dtype():
 def test_bad_input_is_a_value_error_naming_it(rewards, kwargs, name):
     with pytest.raises(ValueError, match=name):
         group_advantages(rewards, **kwargs)
-    assert set(GROUP_ADVANTAGES) == {"zscore", "center", "rloo", "raw"}
+    assert set(GROUP_ADVANTAGES) == {"zscore", "center", "rloo", "raw", "trl"}
+
+
+def test_trl_advantages_use_the_unbiased_std_and_trls_epsilon():
+    r = np.array([[1.0, 0.0], [1.0, 1.0], [0.0, 1.0], [3.0, 1.0]])
+    adv = group_advantages(r, "trl")
+    assert adv[0, 0] == pytest.approx(0.5 / (0.5 ** 0.5 + 1e-4), rel=1e-15)   # std of (1, 0): 0.707
+    assert np.array_equal(adv[1], [0.0, 0.0])                                    # all equal: 0
+    r8 = np.random.default_rng(0).integers(0, 2, (50, 8)).astype(float)
+    r8 = r8[~(r8 == r8[:, :1]).all(1)]
+    assert np.allclose(group_advantages(r8, "trl"),
+                       group_advantages(r8, "zscore") * (7 / 8) ** 0.5, rtol=1e-3)

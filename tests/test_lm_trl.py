@@ -263,3 +263,40 @@ def test_one_offline_trl_step_learns_from_a_reward_with_contrast(tiny, tmp_path)
     log = trainer.state.log_history[0]
     assert math.isfinite(log["loss"]) and log["frac_reward_zero_std"] < 1.0
     assert not all(torch.equal(before[k], v) for k, v in trainer.model.state_dict().items())
+
+
+def test_trl_advantages_are_trls_own():
+    """``advantage="trl"`` is TRL 1.16's scale_rewards="group": the lines of
+    ``GRPOTrainer._generate_and_score_completions``, with TRL's own ``nanstd``."""
+    from trl.trainer.utils import nanstd
+    rewards = batch(4, B=6, G=4)[4]
+    G = rewards.shape[1]
+    flat = rewards.flatten()
+    mean = flat.view(-1, G).mean(1).repeat_interleave(G)
+    std = nanstd(flat.view(-1, G), dim=1).repeat_interleave(G)
+    theirs = (flat - mean) / (std + 1e-4)
+    # TRL's nanstd takes its G / (G - 1) in float32 (an int tensor divided), hence 1e-7, not 1e-15
+    assert (group_advantages(rewards, "trl").flatten() - theirs).abs().max().item() < 1e-7
+    assert (group_advantages(rewards, "zscore").flatten() - theirs).abs().max().item() > 0.1
+
+
+def test_chapter_12s_loss_at_ratio_1_is_what_trl_logs(trainer):
+    """Chapter 12's group of two answers, 10 and 50 tokens, the first right, at rho = 1 and beta = 0:
+    with TRL's advantages our loss is TRL's, for each loss_type; the book's population-std
+    advantages give other values (0.667 and 0.400 against TRL's 0.471 and 0.283)."""
+    from grpo.experiments.ch12_practice.failure_runs import AGGREGATIONS
+    lengths = torch.tensor([10, 50])
+    mask = (torch.arange(50) < lengths[:, None]).double()
+    logp = torch.zeros(2, 50, dtype=torch.float64)
+    rewards = torch.tensor([[1.0, 0.0]], dtype=torch.float64)
+    logged = {}
+    for loss_type, aggregation in AGGREGATIONS.items():
+        ours = grpo_loss(logp, logp, None, mask, rewards, advantage="trl", beta=0.0,
+                         aggregation=aggregation, max_tokens=50)[0].item()
+        theirs = trl_loss(trainer, logp.clone().requires_grad_(), logp, None, mask,
+                          group_advantages(rewards, "trl").flatten(), loss_type, 0.2, 0.2, 0.0, 50)
+        assert abs(ours - theirs.item()) < PARITY_TOL
+        book = grpo_loss(logp, logp, None, mask, rewards, beta=0.0, aggregation=aggregation,
+                         max_tokens=50)[0].item()
+        logged[loss_type] = (round(ours, 3), round(book, 3))
+    assert logged == {"grpo": (0.0, 0.0), "dapo": (0.471, 0.667), "dr_grpo": (0.283, 0.4)}

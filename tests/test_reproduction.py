@@ -1,5 +1,6 @@
 """grpo.book.reproduction: the published figures file and the verdicts the report prints."""
 import json
+from pathlib import Path
 
 import pytest
 
@@ -75,7 +76,6 @@ def test_exact_group_range_and_caller_measured_kinds(tmp_path):
     assert not rep.judge(fig(noise="exact", published=99), folder=tmp_path).within
     ranged = fig(noise="group_range", published=170, seeds="09_x:crossings")
     assert rep.judge(ranged, folder=tmp_path).within
-    assert rep.judge({**ranged, "published": 210}, folder=tmp_path).within   # a group never crossed
     assert not rep.judge({**ranged, "published": 80}, folder=tmp_path).within
     assert not rep.judge({**ranged, "seeds": "09_x:groups"}, folder=tmp_path).within
     trained = fig(noise="trained", published=98.0)
@@ -150,3 +150,53 @@ def test_a_context_row_is_shown_but_never_judged(tmp_path):
     (tmp_path / "published.json").write_text(json.dumps(bad))
     with pytest.raises(ValueError, match="needs its 'explanation'"):
         rep.load_published(tmp_path / "published.json")
+
+
+def test_a_crossing_later_than_every_group_that_crosses_is_not_decided(tmp_path):
+    """Chapter 4's case: groups cross at 100, never, 120, 120, 160 and the published seed mean at
+    170. "Never" is not a crossing at infinity: the published value is not counted as a match, nor
+    as a miss, and the verdict says why."""
+    write(tmp_path, "04_x", {"at": 100, "groups": [100, None, 120, 120, 160], "none": [None, None],
+                             "all": [100, 120, 160]})
+    row = fig(ours="04_x:at", noise="group_range", published=170, unit=10, seeds="04_x:groups")
+    v = rep.judge(row, folder=tmp_path)
+    assert v.within is None and v.counted and v.difference == -70
+    assert v.reason == ("later than every group of ours that crosses (100 to 160), and 1 of 5 "
+                        "groups never crosses within the run")
+    assert rep.judge({**row, "published": 150}, folder=tmp_path).within          # among them
+    assert rep.judge({**row, "published": 90}, folder=tmp_path).within is False  # earlier than all
+    assert rep.judge({**row, "seeds": "04_x:all"}, folder=tmp_path).within is False  # all crossed
+    assert rep.judge({**row, "seeds": "04_x:none"}, folder=tmp_path).reason == (
+        "no group of ours crosses within the run")
+    write(tmp_path, "04_x", {"at": 100, "groups": []})
+    with pytest.raises(ValueError, match="groups' crossings"):
+        rep.judge(row, folder=tmp_path)
+
+
+def test_the_books_chapter_4_crossing_is_not_a_match():
+    row = next(f for f in rep.load_published()["figures"] if f["noise"] == "group_range")
+    v = rep.judge(row)
+    assert v.within is None and "never cross" in v.reason
+
+
+def test_every_noise_kind_has_a_rule_and_the_sigmas_are_the_rules():
+    assert set(rep.NOISE_KINDS) == set(rep.RULES) and all(rep.RULES.values())
+    assert rep.floor_set_sigma(0.01, 0.001) == pytest.approx((2e-4 + 1e-6 / 12) ** 0.5)
+    assert rep.trained_sigma(0.01, 0.05, 0.01) == pytest.approx(
+        (2 * (1e-4 + 0.0025 / 5) + 1e-4 / 12) ** 0.5)
+
+
+def test_the_report_describes_every_rule_it_applies():
+    """Each noise kind a figure uses is described on the rendered page, in RULES' words; a kind
+    the page left out is caught."""
+    from grpo.book import prose
+    page = prose.page_text(json.loads((Path(__file__).parents[1] / "book" /
+                                       "reproduction.ipynb").read_text()))
+    used = {f["noise"] for f in rep.load_published()["figures"]}
+    assert {"rounding", "group_range", "seeds"} <= used
+
+    def undescribed(text):
+        return sorted(k for k in used if rep.RULES[k] not in text)
+
+    assert not undescribed(page), f"the report does not describe the rules {undescribed(page)}"
+    assert undescribed(page.replace(rep.RULES["rounding"], "")) == ["rounding"]

@@ -33,7 +33,8 @@ def grpo_advantages(scores, eps: float = 1e-8) -> np.ndarray:
     return (r - r.mean()) / (r.std() + eps)
 
 
-GROUP_ADVANTAGES = ("zscore", "center", "rloo", "raw")
+GROUP_ADVANTAGES = ("zscore", "center", "rloo", "raw", "trl")
+TRL_STD_EPS = 1e-4        # what TRL 1.16 adds to a group's std (scale_rewards="group")
 
 
 def group_advantages(rewards, advantage: str = "zscore", eps: float = 1e-8):
@@ -43,6 +44,8 @@ def group_advantages(rewards, advantage: str = "zscore", eps: float = 1e-8):
     group, to the bit). "center": r - mean (Dr. GRPO). "rloo": r_i minus the mean of the group's
     *other* G - 1 rewards, the leave-one-out baseline of RLOO (Ahmadian et al. 2024), G / (G - 1)
     times "center". "raw": r itself (no baseline: an all-right group still pushes every sample up).
+    "trl": (r - mean) / (unbiased std + 1e-4), as TRL's GRPOTrainer computes it (``eps`` is not
+    used): sqrt((G - 1) / G) times "zscore" where the std is large against 1e-4.
     Every kind but "raw" gives exactly 0 on a group whose rewards are all equal.
 
     A torch tensor comes back as a tensor of its dtype and device, computed in float64 NumPy.
@@ -59,6 +62,8 @@ def group_advantages(rewards, advantage: str = "zscore", eps: float = 1e-8):
         centered = r - r.mean(1, keepdims=True)
         if advantage == "zscore":
             centered = centered / (r.std(1, keepdims=True) + eps)
+        elif advantage == "trl":
+            centered = centered / (r.std(1, ddof=1, keepdims=True) + TRL_STD_EPS)
         elif advantage == "rloo":                               # r_i - (sum r - r_i) / (G - 1)
             centered = centered * r.shape[1] / (r.shape[1] - 1)
         # exactly 0: r - r.mean() can be off by rounding, and the std division would blow it up
@@ -112,5 +117,5 @@ def action_logprobs(logits: np.ndarray, actions) -> np.ndarray:
     return log_softmax(logits)[np.arange(len(actions)), actions]
 
 
-__all__ = ["grpo_advantages", "group_advantages", "GROUP_ADVANTAGES", "clip_mask", "log_softmax",
-           "action_logprobs"]
+__all__ = ["grpo_advantages", "group_advantages", "GROUP_ADVANTAGES", "TRL_STD_EPS", "clip_mask",
+           "log_softmax", "action_logprobs"]

@@ -10,6 +10,12 @@ a name beginning with a letter (``float64``, ``GSM8K``, ``x86-64``, ``SmolLM2-13
 count as the values 1234, 0.5 and 0.5, ``500k`` as 500000, and each distinct value counts once.
 Words are runs of letters and digits. ``tests/chapter_size.py`` holds chapters 6-11 to the
 course's limits with it; the landing page turns words into reading time.
+
+``page_text`` is the whole page as a reader meets it: the markdown cells rendered as above, and
+between them the markdown a code cell displays (a generated table, a verdict line), each where it
+appears. ``section`` cuts one heading's text out of it and ``sentences`` splits a text into the
+sentences a reader would quote. The landing page quotes each chapter's finding with them, and
+``tests/conclusions.py`` reads every page's claims through them.
 """
 from __future__ import annotations
 
@@ -18,8 +24,8 @@ import re
 from pathlib import Path
 
 _GLUE = re.compile(r"\{glue(?::(?:text|any))?\}`([^`:]+)(?::([^`]*))?`")
-_ROLE_TARGET = re.compile(r"\{(?!glue)[\w:-]+\}`([^`]*)`")
-_LINK = re.compile(r"\]\(([^)]*)\)")
+_ROLE_TARGET = re.compile(r"\{(?!glue)([\w:-]+)\}`([^`]*)`")
+_LINK = re.compile(r"\[([^\]]*)\]\(([^)]*)\)")
 _NUMBER = re.compile(r"(?<![\w.])[-+−]?\d+(?:,\d{3})*(?:\.\d+)?([kMB](?![A-Za-z]))?")
 _NAME = re.compile(r"\b(?=[\w-]*\d)[A-Za-z_][\w]*(?:-[\w]+)*\b")
 _SCALE = {"k": 1e3, "M": 1e6, "B": 1e9}
@@ -58,25 +64,103 @@ def _fill(match: re.Match, values: dict) -> str:
     return str(value)
 
 
+def _role(match: re.Match) -> str:
+    """A role as it reads: a {term} shows its text, a role with ``text <target>`` its text, and
+    any other role (a citation, a bare {doc} or {numref} target) is not prose."""
+    name, body = match.group(1), match.group(2)
+    if "<" in body:
+        return re.sub(r"\s*<[^>]*>", "", body)
+    return body if name == "term" else " "
+
+
+def render_markdown(text: str, values: dict) -> str:
+    """One markdown cell's text as a reader sees it (see the module docstring)."""
+    text = re.sub(r"<!--.*?-->", " ", text, flags=re.S)
+    text = re.sub(r"^(```|~~~)(?!\{).*?^\1\s*$", " ", text, flags=re.S | re.M)  # code
+    text = re.sub(r"^(```|~~~|:::)\{[^}]*\}.*$|^:[\w-]+:.*$|^(```|~~~|:::)\s*$", " ", text,
+                  flags=re.M)                   # a directive's fences and options: its body stays
+    text = re.sub(r"^\([\w-]+\)=\s*$", " ", text, flags=re.M)
+    text = _GLUE.sub(lambda m: _fill(m, values), text)
+    text = _ROLE_TARGET.sub(_role, text)
+    return _LINK.sub(lambda m: m.group(1), text)
+
+
+def _displayed_markdown(cell: dict) -> list[str]:
+    """The markdown a code cell displays (not a glued value, which is shown where it is pasted)."""
+    out = []
+    for o in cell.get("outputs", []):
+        if o.get("metadata", {}).get("scrapbook"):
+            continue
+        md = o.get("data", {}).get("text/markdown")
+        if md is not None:
+            out.append("".join(md) if isinstance(md, list) else md)
+    return out
+
+
 def prose(nb: dict) -> str:
     """The markdown cells' text as a reader sees it (see the module docstring)."""
     values = glued_values(nb)
-    parts = []
+    return "\n".join(render_markdown("".join(c["source"]), values) for c in nb["cells"]
+                     if c["cell_type"] == "markdown")
+
+
+def page_text(nb: dict) -> str:
+    """The whole page as a reader sees it: the markdown cells rendered, and the markdown each code
+    cell displays (its generated tables and lines), in page order, a blank line between blocks."""
+    values = glued_values(nb)
+    blocks = []
     for cell in nb["cells"]:
-        if cell["cell_type"] != "markdown":
+        if cell["cell_type"] == "markdown":
+            blocks.append(render_markdown("".join(cell["source"]), values))
+        elif cell["cell_type"] == "code":
+            blocks += [render_markdown(md, values) for md in _displayed_markdown(cell)]
+    return "\n\n".join(blocks)
+
+
+_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$", re.M)
+
+
+def section(text: str, heading: str) -> str | None:
+    """The text under the first heading that reads ``heading`` (case and trailing punctuation
+    aside), up to the next heading of the same or a higher level; None where there is none."""
+    if not isinstance(heading, str) or not heading.strip():
+        raise ValueError(f"heading must be a non-empty string, got {heading!r}")
+    want = heading.strip().rstrip(".:?").lower()
+    for m in _HEADING.finditer(text):
+        if m.group(2).rstrip(".:?").lower() == want:
+            level = len(m.group(1))
+            rest = text[m.end():]
+            nxt = next((h for h in _HEADING.finditer(rest) if len(h.group(1)) <= level), None)
+            return rest[:nxt.start()] if nxt else rest
+    return None
+
+
+# Abbreviations after which a full stop does not end a sentence.
+_ABBREVIATIONS = ("e.g", "i.e", "cf", "vs", "Dr", "al", "Fig", "Eq", "approx", "resp", "No")
+_SENTENCE_END = re.compile(r"(?<=[.!?])[*_)\]\"'’”]*\s+(?=[\"'“‘(\[*_`$]*[A-Z0-9{$`])")
+
+
+def sentences(text: str) -> list[str]:
+    """The sentences of ``text``, each on one line with its spaces collapsed. A heading, a table
+    row, a list item and a blank line each end a sentence; inside a paragraph a sentence ends at
+    '.', '!' or '?' before a capital, a digit or markup (not after "e.g.", "Dr." and the like)."""
+    out = []
+    for block in re.split(r"\n\s*\n|\n(?=\s*(?:[-*+]\s|\d+\.\s|#|\|))", text):
+        block = " ".join(block.split())
+        if not block or block.startswith("#") or re.fullmatch(r"\|?[\s|:-]*\|?", block):
             continue
-        text = "".join(cell["source"])
-        text = re.sub(r"<!--.*?-->", " ", text, flags=re.S)
-        text = re.sub(r"^(```|~~~)(?!\{).*?^\1\s*$", " ", text, flags=re.S | re.M)  # code
-        text = re.sub(r"^(```|~~~|:::)\{[^}]*\}.*$|^:[\w-]+:.*$|^(```|~~~|:::)\s*$", " ", text,
-                      flags=re.M)               # a directive's fences and options: its body stays
-        text = re.sub(r"^\([\w-]+\)=\s*$", " ", text, flags=re.M)
-        text = _GLUE.sub(lambda m: _fill(m, values), text)
-        text = _ROLE_TARGET.sub(lambda m: re.sub(r"<[^>]*>", "", m.group(1))
-                                if "<" in m.group(1) else " ", text)
-        text = _LINK.sub("]", text)
-        parts.append(text)
-    return "\n".join(parts)
+        block = re.sub(r"^(?:[-*+]|\d+\.)\s+", "", block)
+        start = 0
+        for m in _SENTENCE_END.finditer(block):
+            before = block[start:m.start()]
+            word = re.search(r"([\w.]+)[.!?][*_)\]\"'’”]*$", before)
+            if word and word.group(1) in _ABBREVIATIONS:
+                continue
+            out.append(block[start:m.start()].strip())
+            start = m.end()
+        if block[start:].strip():
+            out.append(block[start:].strip())
+    return out
 
 
 def numbers(text: str) -> set[float]:

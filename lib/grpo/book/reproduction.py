@@ -6,24 +6,12 @@ number, or a range ``[lo, hi]`` with ``null`` for an open end), the precision it
 its noise is judged (``noise``). ``judge`` turns one entry into a verdict; the report
 (``book/reproduction.ipynb``) measures the noise the toy's figures need and draws the table.
 
-Noise kinds:
-    exact       counts: within only if equal
-    rounding    within if the difference is at most half the published unit
-    band        a target range the book set itself: within if inside it
-    group_range a seed mean's crossing point against a published seed mean's: within if the
-                published value lies in the range of our groups' seed-mean crossings (the registry
-                list named by ``seeds``, one per group of as many seeds as the published run; a
-                group that never crosses, ``None``, counts as later than any)
-    seeds       sigma^2 = var(per-seed values) * (1/n + 1/m): our mean over n seeds (the registry
-                list named by ``seeds``) against a published figure from m runs (``published_runs``,
-                default n). A single published run (m = 1) is one draw with its own seed-to-seed
-                spread, so a replication that lands above it is not outside for having done better
-    floor_set, trained
-                sigma measured by the caller (the report scores the policies on fresh floors)
-    context     not the same experiment (e.g. half the published steps): shown beside the
-                published figure for scale, never judged within or outside (``within`` is None)
-A figure with a sigma is within noise when |ours - published| <= 2 sigma; against a range, the
-difference is the distance from the range.
+``RULES`` says, for every noise kind, when a figure of that kind is within noise; the report
+prints the rules its figures use, so the page describes every rule it applies. A figure with a
+sigma is within noise when |ours - published| <= 2 sigma; against a range, the difference is the
+distance from the range. ``within`` is None where the comparison is not judged (``context``) or
+cannot decide (``group_range`` with a group that never crosses, the published value later than
+every group that does); ``Verdict.reason`` says why.
 """
 from __future__ import annotations
 
@@ -34,8 +22,38 @@ from pathlib import Path
 
 from .results import results_dir
 
-NOISE_KINDS = ("exact", "rounding", "band", "group_range", "seeds", "floor_set", "trained",
-               "context")
+RULES = {
+    "exact": "A count: within only if ours equals the published value.",
+    "rounding": "A value published at a precision $u$ (its last digit): within if ours rounds to "
+                "it, $|\\text{ours} - \\text{published}| \\le u/2$.",
+    "floor_set": "A fixed policy scored on a set of 200 floors: the published set and ours are two "
+                 "draws, so $\\sigma^2 = 2\\sigma_\\text{set}^2 + u^2/12$, with "
+                 "$\\sigma_\\text{set}$ the spread across sets of 200 fresh floors and $u$ the "
+                 "published unit; within if $|\\text{ours} - \\text{published}| \\le 2\\sigma$.",
+    "trained": "An algorithm trained on 5 seeds and scored on a set of 200 floors: both floor sets "
+               "and both sets of seeds differ, so $\\sigma^2 = 2(\\sigma_\\text{set}^2 + "
+               "\\sigma_\\text{seed}^2/5) + u^2/12$, with $\\sigma_\\text{seed}$ the spread of "
+               "our 5 seeds' final values; within if $|\\text{ours} - \\text{published}| \\le "
+               "2\\sigma$. Shares of the ceiling divide by each set's own ceiling, which removes "
+               "most of the floor-set noise.",
+    "seeds": "Our mean over $n$ seeds against a published figure from $m$ runs ($m = n$ unless the "
+             "source published one run): $\\sigma^2 = s^2 (1/n + 1/m)$, with $s^2$ the variance "
+             "of our per-seed values; within if $|\\text{ours} - \\text{published}| \\le "
+             "2\\sigma$. Against a one-sided bound (\"below 200\") the difference is how far ours "
+             "lies beyond the bound (0 inside it), and the bound holds within the same "
+             "$2\\sigma$.",
+    "group_range": "Where a seed mean first crosses a level, seed mean against seed mean: our "
+                   "seeds in groups as large as the published run, each group's crossing. Within "
+                   "if the published value lies between our earliest and latest crossing, outside "
+                   "if it is earlier than every group's. Where it is later than every group that "
+                   "crosses and a group never crosses within the run, the comparison cannot "
+                   "decide: it is *not decided*, counted apart and never as a match.",
+    "band": "A target the book set itself, not a published result: met if ours lies inside the "
+            "range.",
+    "context": "Not the same experiment (for example half the published steps): shown beside the "
+               "published figure for scale, never judged, counted nowhere.",
+}
+NOISE_KINDS = tuple(RULES)
 MEASURED_BY_CALLER = ("floor_set", "trained")
 
 
@@ -52,7 +70,8 @@ class Verdict:
     ours: object              # our value, or NOT_RUN
     difference: float | None  # ours - published (distance from a published range)
     sigma: float | None       # the noise of the difference, where the kind has one (0 for exact)
-    within: bool | None       # None when not run, or not comparable (noise "context")
+    within: bool | None       # None when not run, not comparable ("context") or not decided
+    reason: str | None = None  # why a judged kind could not decide (within is None)
 
     @property
     def counted(self) -> bool:
@@ -135,9 +154,7 @@ def judge(fig: dict, sigma: float | None = None, folder: str | Path | None = Non
     if kind == "band":
         return Verdict(ours, diff, None, diff == 0)
     if kind == "group_range":
-        crossings = [math.inf if u is None else u for u in registry_value(fig["seeds"], folder)]
-        return Verdict(ours, diff, None, bool(crossings) and
-                       min(crossings) <= fig["published"] <= max(crossings))
+        return _group_range(fig, ours, diff, registry_value(fig["seeds"], folder))
     if kind == "seeds":
         per_seed = [float(v) for v in registry_value(fig["seeds"], folder)]
         if len(per_seed) < 2:
@@ -151,6 +168,36 @@ def judge(fig: dict, sigma: float | None = None, folder: str | Path | None = Non
         raise ValueError(f"figure {fig['figure']!r} ({kind}) needs its measured sigma, got "
                          f"{sigma!r}")
     return Verdict(ours, diff, float(sigma), abs(diff) <= 2 * sigma)
+
+
+def _group_range(fig: dict, ours, diff: float, groups: list) -> Verdict:
+    """The published crossing against our groups' crossings (None: the group never crosses)."""
+    if not isinstance(groups, list) or not groups:
+        raise ValueError(f"{fig['seeds']}: need a list of our groups' crossings, got {groups!r}")
+    crossed = [u for u in groups if u is not None]
+    never = len(groups) - len(crossed)
+    published = fig["published"]
+    if crossed and min(crossed) <= published <= max(crossed):
+        return Verdict(ours, diff, None, True)
+    if (crossed and published < min(crossed)) or not never:      # earlier, or none missing
+        return Verdict(ours, diff, None, False)
+    if not crossed:
+        return Verdict(ours, diff, None, None, "no group of ours crosses within the run")
+    span = f"{fmt(min(crossed), fig['unit'])} to {fmt(max(crossed), fig['unit'])}"
+    return Verdict(ours, diff, None, None,
+                   f"later than every group of ours that crosses ({span}), and {never} of "
+                   f"{len(groups)} groups never cross{'es' if never == 1 else ''} within the run")
+
+
+def floor_set_sigma(set_sd: float, unit: float) -> float:
+    """sigma of a fixed policy's difference on two sets of floors (RULES["floor_set"])."""
+    return math.sqrt(2 * set_sd ** 2 + unit ** 2 / 12)
+
+
+def trained_sigma(set_sd: float, seed_sd: float, unit: float, seeds: int = 5) -> float:
+    """sigma of a trained algorithm's difference, two floor sets and two sets of ``seeds`` seeds
+    (RULES["trained"])."""
+    return math.sqrt(2 * (set_sd ** 2 + seed_sd ** 2 / seeds) + unit ** 2 / 12)
 
 
 def fmt(x, unit: float, extra: int = 0) -> str:

@@ -21,7 +21,8 @@ It reuses the book's one home for each idea: the group advantages are
 (chapter 5). The variants are parameters:
 
 - ``advantage``: "zscore" (DeepSeekMath), "center" (r - mean r, no std: Dr. GRPO), "rloo" (the
-  leave-one-out baseline), "raw" (r: no baseline at all);
+  leave-one-out baseline), "raw" (r: no baseline at all), "trl" (TRL's z-score: the unbiased std
+  plus 1e-4);
 - ``clip``, ``eps_low``, ``eps_high`` (clip-higher: DAPO's eps_high = 0.28), ``beta``;
 - ``kl_ratio``: weight k3 by rho_it, so that its gradient is the unbiased gradient of
   KL(pi_theta || pi_ref) (chapter 5: plain k3's is that of KL(pi_ref || pi_theta)); TRL's

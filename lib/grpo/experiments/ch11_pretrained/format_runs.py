@@ -169,8 +169,8 @@ def train_decided(spec: DecidedRun, iterations: int | None = None):
         if step == 0:                   # the texts as the reader sees them: prefix included
             prefixes = [D.answer_prefix(spec.prompt, p["question"]) for p in batches[0]
                         for _ in range(cfg.G)]
-            first.update(questions=[p["question"] for p in batches[0]],
-                         answers=[p["answer"] for p in batches[0]], **seen,
+            first.update(seen, questions=[p["question"] for p in batches[0]],
+                         answers=[p["answer"] for p in batches[0]],
                          texts=[a + t for a, t in zip(prefixes, seen["texts"], strict=True)])
 
     reward = batch_reward(D.DESIGN.arms[spec.arm].reward,

@@ -4,11 +4,13 @@ import json
 import random
 
 import numpy as np
+import torch
 import pytest
 
 from grpo.experiments.ch11_pretrained import design as D
 from grpo.experiments.ch11_pretrained import format_runs as F
 from grpo.experiments.ch11_pretrained import smollm2_runs as P
+from grpo.book.results import mismatches
 from grpo.lm.data import calculation_chain, chain_seen, make_problem, reword
 
 
@@ -137,3 +139,74 @@ def test_the_stored_selection_chose_the_training_prompt():
     scores = F.selection_scores()
     assert set(scores) == set(D.PROMPTS)
     assert F.chosen_prompt(scores) == D.TRAIN_PROMPT
+
+
+def test_every_decided_run_ran_the_committed_design():
+    record = json.loads(json.dumps(D.DESIGN.as_record()))
+    for name, spec in F.RUNS.items():
+        run = F.load_run(name)
+        assert run["design"] == record, name
+        assert run["spec"] == json.loads(json.dumps(F.asdict(spec))), name
+        if spec.kind == "selection":
+            continue
+        greedy = run["held_out"]["greedy"]
+        assert len(greedy["texts"]) == len(greedy["ended"]) == len(D.held_out_problems()), name
+        if spec.pass_k:
+            sampled = run["held_out"]["sampled"]
+            assert len(sampled["texts"]) == len(F.pass_k_problems()) * D.DESIGN.pass_at_k_samples
+        if spec.kind == "grpo":
+            assert len(run["log"]) == D.DESIGN.iterations, name
+            questions = [p["question"] for p in D.training_draw(spec.seed, D.recipe().prompts)]
+            assert run["first_batch"]["questions"] == questions, name
+
+
+def test_the_first_two_iterations_of_a_decided_run_replay():
+    torch.set_num_threads(1)
+    stored, fresh = F.replay("grpo_seed0", n=2)
+    assert fresh["first_batch"]["texts"] == stored["first_batch"]["texts"], (
+        "the sampled completions differ: if the code is unchanged, this CPU's float32 kernels round "
+        "differently (README, 'Reproducibility')")
+    assert mismatches(stored, fresh, rtol=P.REPLAY_RTOL) == []
+
+
+def test_the_gap_is_the_last_numbers_lift_minus_the_first_equations():
+    gap = F.gap_lift("grpo")
+    last, first = F.lift("grpo", "last_number"), F.lift("grpo", "first_equation")
+    assert gap.points == pytest.approx(last.points - first.points, abs=1e-9)
+    assert gap.seeds == D.SEEDS and gap.ci95[0] < gap.points < gap.ci95[1]
+
+
+def test_a_control_is_paired_seed_by_seed_with_grpo():
+    x = F.minus("grpo", "random_reward")
+    per_seed = [100 * (F.reading(g, "first_equation") - F.reading(r, "first_equation")).mean()
+                for g, r in zip(F.arm_runs("grpo"), F.arm_runs("random_reward"), strict=True)]
+    assert np.allclose(x.per_seed, per_seed)
+
+
+def test_the_endpoints_are_the_designs_and_holm_adjusts_them_upward():
+    e = F.endpoints()
+    assert list(e.secondary) == list(F.SECONDARY) and len(F.SECONDARY) == len(D.DESIGN.secondary)
+    for k, x in e.secondary.items():
+        assert e.holm_p[k] >= x.p_value - 1e-12
+    assert e.primary.points == F.lift("grpo", "first_equation").points
+
+
+def test_the_verdict_says_what_the_interval_allows():
+    from grpo.stats import Lift
+
+    def lift(lo, hi):
+        return Lift(points=(lo + hi) / 2, ci95=(lo, hi), per_seed=(), per_seed_ci95=(),
+                    problems=192, seeds=6)
+    assert F.verdict(lift(2.0, 9.0), 14.0).startswith("GRPO added +5.5 points")
+    assert F.verdict(lift(-9.0, -2.0), 14.0).startswith("GRPO lowered")
+    nothing = F.verdict(lift(-3.0, 5.0), 14.0)
+    assert nothing.startswith("no arithmetic lift") and "14 points or more" in nothing
+
+
+def test_pass_at_k_reads_each_sample_and_is_monotone_in_k():
+    curve = F.pass_at_k_curve([F.start_of("grpo")])
+    values = [curve[k] for k in D.DESIGN.pass_at_k]
+    assert values == sorted(values) and 0 < values[0] < values[-1] <= 1
+    correct = F.sampled_correct(F.start_of("grpo"))
+    assert correct.shape == (len(F.pass_k_problems()), D.DESIGN.pass_at_k_samples)
+    assert curve[1] == pytest.approx(correct.mean())

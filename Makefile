@@ -76,9 +76,15 @@ book-strict: $(STAMP)
 browser: $(STAMP)
 	$(BIN)/python -m pytest -q -p no:cacheprovider tests/browser_site.py tests/browser_selftest.py
 
-# JupyterLab refuses to start as root (as containers often run) unless told it may.
+# JupyterLab refuses to start as root (as containers often run) unless told it may. It starts
+# quiet: book/_lab/overrides.json (also installed by postBuild on Binder) turns off the news
+# pop-up and the update check, which would each put a dialog before the first chapter.
 LAB_FLAGS ?= $(if $(filter 0,$(shell id -u)),--allow-root,)
-lab: $(STAMP)
+LAB_SETTINGS := $(VENV)/share/jupyter/lab/settings/overrides.json
+$(LAB_SETTINGS): book/_lab/overrides.json $(STAMP)
+	install -D -m 644 $< $@
+
+lab: $(STAMP) $(LAB_SETTINGS)
 	TQDM_DISABLE= $(BIN)/jupyter lab $(LAB_FLAGS) chapters/
 
 execute: $(STAMP)

@@ -1,5 +1,5 @@
 """Re-run chapters in place, top to bottom in a fresh kernel (what `make execute` calls), then
-store the prose's {eval} results from the new outputs (.ci/glue_prose.py, grpo.book.glued).
+store the prose's {eval} results from the new outputs (.ci/jupyter_route.py, grpo.book.glued).
 
 Run through make, which pins threads and CPU kernel paths, so stored outputs are the ones nbval
 re-checks. Timing metadata is not recorded, so a re-run without changes leaves no diff. Widget

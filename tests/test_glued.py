@@ -138,7 +138,7 @@ def test_stale_or_missing_stored_expressions_are_found():
 
 def test_the_script_checks_and_fixes_a_notebook(tmp_path):
     import nbformat
-    spec = importlib.util.spec_from_file_location("glue_prose", ROOT / ".ci" / "glue_prose.py")
+    spec = importlib.util.spec_from_file_location("jupyter_route", ROOT / ".ci" / "jupyter_route.py")
     script = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(script)
     path = tmp_path / "page.ipynb"
@@ -155,7 +155,7 @@ def test_the_script_checks_and_fixes_a_notebook(tmp_path):
 def test_every_notebook_is_in_the_eval_form_with_its_stored_results(path):
     nb = json.loads(path.read_text())
     problems = eval_prose_problems(nb)
-    assert not problems, (f"{path.name} (run .ci/glue_prose.py):\n  " + "\n  ".join(problems[:8]))
+    assert not problems, (f"{path.name} (run .ci/jupyter_route.py):\n  " + "\n  ".join(problems[:8]))
     for name, shown in stored_glue(nb).items():    # the lab shows what the book shows
         assert LAB_PLAIN.sub(r"\2", shown) == shown, f"{path.name}: {name} shows as {shown!r}"
 

@@ -7,7 +7,7 @@ display=False)``, and the prose names it, ``{eval}`glue["lift"]```. Two renderer
   stored in the notebook's glue output, exactly as myst-nb's ``{glue:text}`lift``` did;
 * JupyterLab with jupyterlab-myst: running a markdown cell evaluates its ``{eval}`` expressions in
   the kernel and keeps each result in the cell's metadata (``user_expressions``), so a saved
-  notebook shows its numbers before any kernel runs. ``.ci/glue_prose.py`` writes that metadata
+  notebook shows its numbers before any kernel runs. ``.ci/jupyter_route.py`` writes that metadata
   from the stored outputs.
 
 ``glue`` is myst-nb's ``glue`` (the same outputs, so nbval compares every glued value as before)

@@ -2,13 +2,13 @@
 
 The prose is every markdown cell as it renders: each ``{eval}`glue["name"]``` (or myst-nb's
 ``{glue:text}`name```, ``{glue}``) is replaced by the value the notebook glued, formatted as the
-role asks. Fenced code, MyST targets, a directive's options (its body, such as a figure's
-caption, is prose), roles' targets ({doc}, {ref}, {cite}, ...), link URLs and HTML comments are
-not prose and are dropped; inline code, tables and math stay. A number is any numeric token that does not sit inside
-a name beginning with a letter (``float64``, ``GSM8K``, ``x86-64``, ``SmolLM2-135M`` are names, but
-``500k``, ``1.5B`` and the 1 and 4 of ``1-4-step`` are numbers); ``1,234``, ``+0.5`` and ``0.50``
-count as the values 1234, 0.5 and 0.5, ``500k`` as 500000, and each distinct value counts once.
-Words are runs of letters and digits. ``tests/chapter_size.py`` holds chapters 6-11 to the
+role asks. Fenced code, MyST targets, a directive's options (its body, such as a figure's caption,
+is prose), roles' targets ({doc}, {ref}, {cite}, ...), link URLs and HTML comments are not prose
+and are dropped; inline code, tables and math stay. A number is any numeric token that does not sit
+inside a name beginning with a letter (``float64``, ``GSM8K``, ``x86-64``, ``SmolLM2-135M`` are
+names, but ``500k``, ``1.5B`` and the 1 and 4 of ``1-4-step`` are numbers); ``1,234``, ``+0.5`` and
+``0.50`` count as the values 1234, 0.5 and 0.5, ``500k`` as 500000, and each distinct value counts
+once. Words are runs of letters and digits. ``tests/chapter_size.py`` holds chapters 6-11 to the
 course's limits with it; the landing page turns words into reading time.
 """
 from __future__ import annotations

@@ -76,8 +76,9 @@ book-strict: $(STAMP)
 # a chapter in JupyterLab as `make lab` starts it, before and after Run All (tests/browser_lab.py,
 # screenshots beside the site's). The self-tests prove the checks fail on a broken page/notebook.
 browser: $(STAMP) $(LAB_SETTINGS)
-	$(BIN)/python -m pytest -q -p no:cacheprovider tests/browser_site.py tests/browser_selftest.py \
-	  tests/browser_lab.py tests/browser_lab_selftest.py
+	$(BIN)/python -m pytest -q -p no:cacheprovider tests/browser_site.py tests/browser_selftest.py
+	@# a process of its own: the site's test holds playwright's session open to its end
+	$(BIN)/python -m pytest -q -p no:cacheprovider tests/browser_lab.py tests/browser_lab_selftest.py
 
 # JupyterLab refuses to start as root (as containers often run) unless told it may. Its settings
 # overrides (book/_lab/overrides.json, installed by postBuild on Binder too) start it quiet (no

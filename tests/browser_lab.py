@@ -43,6 +43,7 @@ ROOT = HERE.parent
 NOTEBOOK = Path(os.environ.get("BOOK_LAB_NOTEBOOK", ROOT / "chapters" / "02_reinforce.ipynb"))
 SHOTS = Path(os.environ.get("BOOK_LAB_SCREENSHOTS", ROOT / "_build" / "screenshots"))
 TOKEN = "booklabtest"
+OPEN_TIMEOUT_S = 240             # JupyterLab's bundle on a loaded 2-core machine
 RUN_ALL_TIMEOUT_S = 600
 
 # The notebook as JupyterLab holds it: for each cell its kind, what its markdown renders to, the
@@ -227,12 +228,13 @@ def test_a_chapter_reads_in_jupyterlab_before_and_after_run_all(tmp_path):
             page.on("pageerror", lambda e: failures.append(f"JavaScript error: {e}"))
             page.on("console", lambda m: notes.append(m.text[:160]) if m.type == "error" else None)
             start = time.time()
-            page.goto(f"http://127.0.0.1:{port}/lab/tree/{NOTEBOOK.name}?token={TOKEN}")
+            page.goto(f"http://127.0.0.1:{port}/lab/tree/{NOTEBOOK.name}?token={TOKEN}",
+                      wait_until="commit", timeout=OPEN_TIMEOUT_S * 1000)
             page.wait_for_function(
                 "() => { const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;"
                 " const k = w && w.sessionContext && w.sessionContext.session"
                 " && w.sessionContext.session.kernel; return k && k.status === 'idle'"
-                " && w.content.widgets.length > 0; }", timeout=120_000)
+                " && w.content.widgets.length > 0; }", timeout=OPEN_TIMEOUT_S * 1000)
             page.wait_for_timeout(2500)          # markdown renders, toasts would show by now
             timings["open_s"] = time.time() - start
             failures += [f"[before] a dialog or pop-up over the page: {o}" for o in overlays(page)]

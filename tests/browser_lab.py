@@ -11,7 +11,8 @@ chromium (headless, found or installed as for the site's test) opens the chapter
     prose: no MyST role or directive JupyterLab cannot render (raw role syntax in the text, or a
     role or directive jupyterlab-myst does not know, which it would show as its bare content or
     an "Unknown Directive" box), and every {eval} role shows the value stored in the notebook;
-  * after Run All: no error output, every widget view rendered (no "Error displaying widget"),
+  * after Run All: no error output, every figure drawn, every widget view rendered (no "Error
+    displaying widget"),
     every {eval} role shows the kernel's value, and that value is the one stored (nbval's values);
   * throughout: no JavaScript error and no request leaving localhost.
 
@@ -87,6 +88,9 @@ STATE_JS = r"""() => {
       const area = cell.node.querySelector('.jp-OutputArea');
       out.widgetViews = area ? area.querySelectorAll('.jp-OutputArea-output .jupyter-widgets').length : 0;
       out.widgetErrors = area && /Error displaying widget/.test(area.innerText) ? 1 : 0;
+      out.images = outputs.filter(o => (o.data || {})['image/png']).length;
+      out.drawnImages = area ? [...area.querySelectorAll('img')]
+        .filter(m => m.complete && m.naturalWidth > 0 && m.getBoundingClientRect().height > 0).length : 0;
     }
     return out;
   });
@@ -146,6 +150,9 @@ def cell_failures(state: list[dict], stored: dict, when: str) -> list[str]:
                                f"the notebook stored {want!r}")
         elif c["type"] == "code" and when == "after":
             out += [f"{where}: error output: {e}" for e in c["errorOutputs"]]
+            if c["drawnImages"] < c["images"]:
+                out.append(f"{where}: {c['images'] - c['drawnImages']} of {c['images']} figures "
+                           f"not drawn")
             if c["widgetErrors"] or c["widgetViews"] < c["widgets"]:
                 out.append(f"{where}: a widget failed to render ({c['widgetViews']} of "
                            f"{c['widgets']} views drawn)")
@@ -181,6 +188,7 @@ def test_a_chapter_reads_in_jupyterlab_before_and_after_run_all(tmp_path):
     if chromium is None:
         browser_site.loud_skip(why)
     try:
+        from playwright.sync_api import TimeoutError as PlaywrightTimeout
         from playwright.sync_api import sync_playwright
     except ImportError:
         browser_site.loud_skip("playwright is not installed (it is pinned in requirements.txt)")
@@ -235,7 +243,12 @@ def test_a_chapter_reads_in_jupyterlab_before_and_after_run_all(tmp_path):
                 " const k = w && w.sessionContext && w.sessionContext.session"
                 " && w.sessionContext.session.kernel; return k && k.status === 'idle'"
                 " && w.content.widgets.length > 0; }", timeout=OPEN_TIMEOUT_S * 1000)
-            page.wait_for_timeout(2500)          # markdown renders, toasts would show by now
+            try:                                 # every markdown cell rendered (slow when loaded)
+                page.wait_for_function(f"() => ({STATE_JS})().every(c => c.type !== 'markdown'"
+                                       " || c.rendered)", timeout=OPEN_TIMEOUT_S * 1000)
+            except PlaywrightTimeout:
+                pass                             # cell_failures names the cells
+            page.wait_for_timeout(2500)          # toasts would show by now
             timings["open_s"] = time.time() - start
             failures += [f"[before] a dialog or pop-up over the page: {o}" for o in overlays(page)]
             state = page.evaluate(STATE_JS)
@@ -252,6 +265,11 @@ def test_a_chapter_reads_in_jupyterlab_before_and_after_run_all(tmp_path):
                 "() => window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.status"
                 " === 'idle'", timeout=RUN_ALL_TIMEOUT_S * 1000)
             page.wait_for_timeout(2500)          # the last {eval} replies and widget views
+            try:                                 # figures drawn (a loaded machine is slow)
+                page.wait_for_function(f"() => ({STATE_JS})().every(c => c.type !== 'code'"
+                                       " || c.drawnImages >= c.images)", timeout=60_000)
+            except PlaywrightTimeout:
+                pass                             # cell_failures names the cells
             timings["run_all_s"] = time.time() - start
             if ran is False:
                 failures.append("Run All stopped before the last cell")
@@ -262,6 +280,9 @@ def test_a_chapter_reads_in_jupyterlab_before_and_after_run_all(tmp_path):
             if widget_cell is not None:
                 shoot(page, widget_cell, SHOTS / f"lab__{name}-after-widget.png")
             browser.close()
+    except Exception:
+        print((tmp_path / "lab.log").read_text()[-4000:], file=sys.stderr)   # why it did not open
+        raise
     finally:
         server.terminate()
         try:

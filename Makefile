@@ -4,6 +4,7 @@ SHELL := /bin/bash
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+LAB_SETTINGS := $(VENV)/share/jupyter/lab/settings/overrides.json   # JupyterLab's settings overrides
 NOTEBOOKS := $(sort $(wildcard chapters/[0-9][0-9]_*.ipynb))
 PAGES := $(sort $(wildcard book/*.ipynb))   # executed front and back matter (landing page, report)
 
@@ -71,14 +72,24 @@ book-strict: $(STAMP)
 	@echo "The book is at file://$(CURDIR)/_build/html/index.html"
 
 # Every built page in headless Debian chromium (installed by the test when missing, else a loud
-# skip); screenshots at desktop and phone widths go to _build/screenshots/. The self-test proves
-# the checks fail on a broken page.
-browser: $(STAMP)
+# skip); screenshots at desktop and phone widths go to _build/screenshots/. Then the Jupyter route:
+# a chapter in JupyterLab as `make lab` starts it, before and after Run All (tests/browser_lab.py,
+# screenshots beside the site's). The self-tests prove the checks fail on a broken page/notebook.
+browser: $(STAMP) $(LAB_SETTINGS)
 	$(BIN)/python -m pytest -q -p no:cacheprovider tests/browser_site.py tests/browser_selftest.py
+	@# a process of its own: the site's test holds playwright's session open to its end
+	$(BIN)/python -m pytest -q -p no:cacheprovider tests/browser_lab.py tests/browser_lab_selftest.py
 
-# JupyterLab refuses to start as root (as containers often run) unless told it may.
+# JupyterLab refuses to start as root (as containers often run) unless told it may. Its settings
+# overrides (book/_lab/overrides.json, installed by postBuild on Binder too) start it quiet (no
+# news pop-up, no update check) and render every cell when a notebook opens: jupyterlab-myst
+# evaluates a markdown cell's {eval} roles only once the cell has rendered, so with JupyterLab's
+# default lazy rendering Run All would drop the numbers of the cells below the fold.
 LAB_FLAGS ?= $(if $(filter 0,$(shell id -u)),--allow-root,)
-lab: $(STAMP)
+$(LAB_SETTINGS): book/_lab/overrides.json $(STAMP)
+	install -D -m 644 $< $@
+
+lab: $(STAMP) $(LAB_SETTINGS)
 	TQDM_DISABLE= $(BIN)/jupyter lab $(LAB_FLAGS) chapters/
 
 execute: $(STAMP)

@@ -1,4 +1,5 @@
-"""Re-run chapters in place, top to bottom in a fresh kernel (what `make execute` calls).
+"""Re-run chapters in place, top to bottom in a fresh kernel (what `make execute` calls), then
+store the prose's {eval} results from the new outputs (.ci/jupyter_route.py, grpo.book.glued).
 
 Run through make, which pins threads and CPU kernel paths, so stored outputs are the ones nbval
 re-checks. Timing metadata is not recorded, so a re-run without changes leaves no diff. Widget
@@ -13,6 +14,8 @@ from pathlib import Path
 
 import nbformat
 from nbclient import NotebookClient
+
+from grpo.book.glued import to_eval_prose
 
 # The kernels inherit this process's environment: apply the book's pins even when run by hand.
 for line in (Path(__file__).resolve().parent / "determinism.env").read_text().splitlines():
@@ -44,5 +47,6 @@ for name in sys.argv[1:]:
             view = out.get("data", {}).get("application/vnd.jupyter.widget-view+json")
             if view:                      # random per run, and no widget state is stored
                 view["model_id"] = f"{cell.id}-widget-{k}"
+    to_eval_prose(nb)                     # the {eval} results JupyterLab shows before a kernel runs
     nbformat.write(nb, path)
     print(f"{path}: executed in {time.perf_counter() - start:.1f} s", flush=True)

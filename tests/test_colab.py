@@ -38,6 +38,27 @@ def test_cell_installs_the_clone_and_enters_its_chapters_outside(monkeypatch, tm
     assert cwd == str(tmp_path / colab.CLONE_DIR / "chapters")
 
 
+def test_cell_outside_says_what_the_reader_there_sees(monkeypatch, tmp_path, capsys):
+    run_cell(colab.first_cell(URL), monkeypatch, tmp_path, found=False)
+    said = capsys.readouterr().out
+    assert "jupyterlab-myst" in said and '{eval}`glue["name"]`' in said and "{cite}`key`" in said
+
+
+def test_the_first_cell_is_put_in_place_once():
+    cell = colab.first_cell(URL)
+    old = colab.first_cell("")
+    nb = {"cells": [{"cell_type": "markdown", "source": "# T"},
+                    {"cell_type": "code", "source": old, "metadata": {}, "outputs": []},
+                    {"cell_type": "code", "source": "x = 1", "metadata": {}, "outputs": []}]}
+    assert colab.with_current_first_cell(nb, cell) is True
+    assert nb["cells"][1]["source"] == cell.rstrip("\n") and nb["cells"][2]["source"] == "x = 1"
+    assert colab.with_current_first_cell(nb, cell) is False
+    other = {"cells": [{"cell_type": "code", "source": "import numpy", "metadata": {}}]}
+    assert colab.with_current_first_cell(other, cell) is False
+    with pytest.raises(ValueError, match="nb must be a notebook"):
+        colab.with_current_first_cell([], cell)
+
+
 def test_cell_clones_when_there_is_no_clone(monkeypatch, tmp_path):
     source = colab.first_cell(URL).replace(f'os.path.isdir("{colab.CLONE_DIR}")', "False")
     calls, _ = run_cell(source, monkeypatch, tmp_path, found=False)

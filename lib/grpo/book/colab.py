@@ -2,8 +2,12 @@
 
 A notebook opened from the launch buttons has no ``grpo`` package and no ``data/`` beside it.
 Its first cell clones the book's repository, installs the lib from the clone and moves into the
-clone's ``chapters/``, so the chapter's imports and its ``data/results`` reads work unchanged.
-Inside the repository (``make lab``, nbval) ``grpo`` is importable and the cell does nothing.
+clone's ``chapters/``, so the chapter's imports and its ``data/results`` reads work unchanged, and
+then says what the reader there sees: Colab, VS Code and the classic Notebook show the prose's
+MyST markup as written (no package renders MyST in their markdown cells), so the cell says how to
+read a ``{eval}`` number. Inside the repository (``make lab``, nbval) and on Binder (which
+installs requirements.txt, jupyterlab-myst with it, and runs postBuild) ``grpo`` is importable,
+the cell does nothing, and JupyterLab renders the prose.
 
 The repository URL is the one setting ``repository.url`` in ``_config.yml``;
 ``python -m grpo.book.colab`` prints the cell for it, ready to paste as a chapter's first cell.
@@ -40,6 +44,10 @@ if importlib.util.find_spec("grpo") is None:
     )
     sys.path.insert(0, os.path.abspath(os.path.join({clone}, "lib")))
     os.chdir(os.path.join({clone}, "chapters"))
+    print("Only JupyterLab with jupyterlab-myst (Binder, or `make lab` in a clone) renders the")
+    print("prose. Here (Colab, VS Code, Notebook) its MyST markup shows as written: a number reads")
+    print('{{eval}}`glue["name"]`, and glue["name"] in a code cell prints it once the cells above')
+    print("it have run; {{cite}}`key` is a reference in the book's bibliography.")
 '''
 
 
@@ -70,6 +78,21 @@ def configured_repository(config_path: str | Path | None = None) -> tuple[str, s
     if not isinstance(repo, dict):
         raise ValueError(f"{path}: repository must be a mapping (url, branch), got {repo!r}")
     return str(repo.get("url") or ""), str(repo.get("branch") or "main")
+
+
+def with_current_first_cell(nb: dict, source: str) -> bool:
+    """Put ``source`` (``first_cell(...)``) into the notebook's first code cell, where that cell is
+    this module's (it opens with the cell's first comment line). True when the cell changed."""
+    if not isinstance(nb, dict) or "cells" not in nb:
+        raise ValueError("nb must be a notebook parsed from JSON (a dict with 'cells')")
+    first = next((c for c in nb["cells"] if c["cell_type"] == "code"), None)
+    if first is None:
+        return False
+    text = "".join(first["source"]) if isinstance(first["source"], list) else first["source"]
+    if not text.startswith(FIRST_CELL.split("\n", 1)[0]) or text == source.rstrip("\n"):
+        return False
+    first["source"] = source.rstrip("\n")
+    return True
 
 
 if __name__ == "__main__":

@@ -1,14 +1,14 @@
 """What a reader meets in a page's prose: its distinct numbers and words, glued values filled in.
 
-The prose is every markdown cell as it renders: each ``{glue:text}`name``` (or ``{glue}``) is
-replaced by the value the notebook glued, formatted as the role asks. Fenced code, MyST targets,
-a directive's options (its body, such as a figure's caption, is prose),
-roles' targets ({doc}, {ref}, {cite}, ...), link URLs and HTML comments are not prose and are
-dropped; inline code, tables and math stay. A number is any numeric token that does not sit inside
-a name beginning with a letter (``float64``, ``GSM8K``, ``x86-64``, ``SmolLM2-135M`` are names, but
-``500k``, ``1.5B`` and the 1 and 4 of ``1-4-step`` are numbers); ``1,234``, ``+0.5`` and ``0.50``
-count as the values 1234, 0.5 and 0.5, ``500k`` as 500000, and each distinct value counts once.
-Words are runs of letters and digits. ``tests/chapter_size.py`` holds chapters 6-11 to the
+The prose is every markdown cell as it renders: each ``{eval}`glue["name"]``` (or myst-nb's
+``{glue:text}`name```, ``{glue}``) is replaced by the value the notebook glued, formatted as the
+role asks. Fenced code, MyST targets, a directive's options (its body, such as a figure's caption,
+is prose), roles' targets ({doc}, {ref}, {cite}, ...), link URLs and HTML comments are not prose
+and are dropped; inline code, tables and math stay. A number is any numeric token that does not sit
+inside a name beginning with a letter (``float64``, ``GSM8K``, ``x86-64``, ``SmolLM2-135M`` are
+names, but ``500k``, ``1.5B`` and the 1 and 4 of ``1-4-step`` are numbers); ``1,234``, ``+0.5`` and
+``0.50`` count as the values 1234, 0.5 and 0.5, ``500k`` as 500000, and each distinct value counts
+once. Words are runs of letters and digits. ``tests/chapter_size.py`` holds chapters 6-11 to the
 course's limits with it; the landing page turns words into reading time.
 
 ``page_text`` is the whole page as a reader meets it: the markdown cells rendered as above, and
@@ -23,7 +23,8 @@ import json
 import re
 from pathlib import Path
 
-_GLUE = re.compile(r"\{glue(?::(?:text|any))?\}`([^`:]+)(?::([^`]*))?`")
+_GLUE = re.compile(r"\{glue(?::(?:text|any|md))?\}`([^`:]+)(?::([^`]*))?`"
+                   r"""|\{eval\}`\s*glue\[\s*["']([^"']+)["']\s*\]\s*`""")
 _ROLE_TARGET = re.compile(r"\{(?!glue)([\w:-]+)\}`([^`]*)`")
 _LINK = re.compile(r"\[([^\]]*)\]\(([^)]*)\)")
 _NUMBER = re.compile(r"(?<![\w.])[-+−]?\d+(?:,\d{3})*(?:\.\d+)?([kMB](?![A-Za-z]))?")
@@ -42,7 +43,9 @@ def glued_values(nb: dict) -> dict[str, object]:
             if name is None:
                 continue
             data = out.get("data", {})
-            text = data.get("application/papermill.record/text/plain", data.get("text/plain", ""))
+            text = next((data[k] for k in ("application/papermill.record/text/markdown",
+                                           "application/papermill.record/text/plain", "text/plain")
+                         if k in data), "")
             text = "".join(text) if isinstance(text, list) else text
             try:
                 values[name] = json.loads(text.replace("'", '"'))
@@ -52,7 +55,7 @@ def glued_values(nb: dict) -> dict[str, object]:
 
 
 def _fill(match: re.Match, values: dict) -> str:
-    name, fmt = match.group(1).strip(), match.group(2)
+    name, fmt = (match.group(1) or match.group(3)).strip(), match.group(2)
     if name not in values:
         return " "
     value = values[name]

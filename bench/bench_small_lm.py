@@ -18,7 +18,8 @@ import torch
 from grpo.lm.data import make_splits
 from grpo.lm.model import GPT, GPTConfig, sample
 from grpo.lm.tokenizer import Tokenizer
-from grpo.lm.train import SFTConfig, length_batches, encode_problem, sft
+from grpo.lm.data import encode_problem
+from grpo.lm.train import SFTConfig, length_batches, sft
 from benchfile import write_bench
 
 torch.set_num_threads(1)

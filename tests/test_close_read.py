@@ -7,6 +7,7 @@ import pytest
 
 from grpo import kl
 from grpo.book import display
+from grpo.objectives import grpo_advantages
 from grpo.toy import algos, lava
 from grpo.toy.algos import GRPOConfig, PPOConfig, ReinforceConfig, step_divisors
 
@@ -130,7 +131,7 @@ def test_step_divisors_by_hand():
 def test_per_answer_update_is_the_mean_over_answers_of_each_answers_mean():
     rng = np.random.default_rng(4)
     g = lava.play_steps(F[5], W0, 8, rng)
-    A = algos.grpo_advantages(g.scores)[g.run]
+    A = grpo_advantages(g.scores)[g.run]
     W1 = algos.clipped_update(W0, g.S, g.moves, A, 0.5, passes=1,
                               divisors=step_divisors(g.run, 8, "per_answer"))
     per_run = [algos.policy_gradient(W0, g.S[g.run == i], g.moves[g.run == i], A[g.run == i])

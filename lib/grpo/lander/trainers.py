@@ -22,7 +22,7 @@ from ..pool import parallel_map
 from .env import (OBS_DIM, TEST_SEED0, TIME_LIMIT, VAL_SEED0, Evaluator, StepCollector,
                   entropy_of, episode_outcomes, make_actor, make_critic, make_envs,
                   play_groups, policy_logits, sleep_gate, start_obs, visited_state_entropy)
-from .objectives import (GROUP_EPS, GRPOLossGrad, baseline_advantages, ended_at_terminal,
+from .losses import (GROUP_EPS, GRPOLossGrad, baseline_advantages, ended_at_terminal,
                          episode_gae, explained_variance, gae, grpo_loss_grad,
                          normalize_advantages, ppo_loss_grad, process_advantages, ratio_stats,
                          returns_to_go, step_weights, time_baseline)

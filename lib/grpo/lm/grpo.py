@@ -43,12 +43,11 @@ from dataclasses import dataclass, fields
 import torch
 
 from grpo.objectives import GROUP_ADVANTAGES as ADVANTAGES
-from grpo.objectives import group_advantages  # noqa: F401  (re-exported: chapters 8-9 use it)
+from grpo.objectives import group_advantages
 from grpo import checks
 from grpo.kl import kl_k3
 from grpo.surrogate import clipped_surrogate
 
-from .model import logprobs_at_temperature  # noqa: F401  (re-exported: the loss reads log-probs at T)
 
 AGGREGATIONS = ("sequence", "token", "constant")
 RATIO_LEVELS = ("token", "sequence")

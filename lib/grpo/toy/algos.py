@@ -28,7 +28,7 @@ import numpy as np
 from grpo import checks
 from grpo.toy import lava
 from .lava import N_SENSORS, play_steps
-from grpo.objectives import clip_mask, grpo_advantages  # noqa: F401  (re-exported)
+from grpo.objectives import clip_mask, grpo_advantages
 
 # ---------------------------------------------------------------------------------------------
 # Input checks (every public function validates what it is given)

@@ -18,8 +18,8 @@ the last bit.
                                 # every run (plateau_sft before those it starts)
 
 A chapter re-trains them with ``retrain()`` (its ``RETRAIN`` switch): every run is written to
-``runstore.writable(RUNS_DIR)``, ``scratch/runs/10_word_problems/``, and the weights a run saves go
-to a ``models/`` folder beside them, so a reader's re-run never overwrites ``data/runs/`` or
+``runstore.writable(RUN_FOLDER)``, ``scratch/runs/10_word_problems/``, and the weights a run saves
+go to a ``models/`` folder beside them, so a reader's re-run never overwrites ``data/runs/`` or
 ``data/models/``. Only the command line above (or ``GRPO_STORE=1``) stores.
 """
 from __future__ import annotations
@@ -42,7 +42,7 @@ from grpo.pool import parallel_map
 from grpo.runstore import (bits, command_line, cpu_timed, read_json, run_dir, unbits,
                            writable, write_json)
 
-RUNS_DIR = run_dir("10_word_problems")
+RUN_FOLDER = run_dir("10_word_problems")
 MODULE = "grpo.experiments.ch10_word_problems.long_runs"
 PLATEAU_CHECKPOINT = "08_plateau_sft.safetensors"
 HELD_OUT_SAMPLES = 4                    # sampled completions per held-out problem, at T 0.7
@@ -142,7 +142,7 @@ def outcomes_of(name: str, key: str = "greedy", part: str = "held_out",
                 directory: Path | None = None) -> np.ndarray:
     """A stored run's per-problem outcomes on the held-out problems (or its practised ``pool``):
     ``greedy`` 0/1, ``sampled`` the mean of its samples, ``annotations_ok`` likewise. ``directory``:
-    where the run was written (default ``RUNS_DIR``; ``retrain()``'s folder for a re-run)."""
+    where the run was written (default ``RUN_FOLDER``; ``retrain()``'s folder for a re-run)."""
     h = load_run(name, directory)[part]
     if key == "greedy":
         return unbits(h["greedy"])
@@ -166,9 +166,9 @@ def lift(names, against="start", key: str = "greedy", part: str = "held_out",
 
 def models_dir(directory: Path | None = None) -> Path:
     """Where runs written to ``directory`` save their weights (``Stored.save_as``) and find the
-    plateau start: ``data/models/`` for the stored runs (``directory`` None or ``RUNS_DIR``), a
+    plateau start: ``data/models/`` for the stored runs (``directory`` None or ``RUN_FOLDER``), a
     ``models/`` folder inside any other ``directory`` (a re-run in scratch)."""
-    if directory is None or Path(directory).resolve() == RUNS_DIR.resolve():
+    if directory is None or Path(directory).resolve() == RUN_FOLDER.resolve():
         return MODELS_DIR
     return Path(directory) / "models"
 
@@ -222,9 +222,9 @@ def _run(spec: Stored, directory: Path | None = None) -> dict:
 
 
 def write(name: str, result: dict, directory: Path | None = None) -> Path:
-    """Store a run as ``directory/NAME.json`` (default ``RUNS_DIR``, read at the call; replaced
+    """Store a run as ``directory/NAME.json`` (default ``RUN_FOLDER``, read at the call; replaced
     atomically)."""
-    directory = RUNS_DIR if directory is None else directory
+    directory = RUN_FOLDER if directory is None else directory
     return write_json(directory / f"{name}.json", result)
 
 
@@ -238,9 +238,9 @@ def _retrain_one(job: tuple) -> str:
 
 
 def load_run(name: str, directory: Path | None = None) -> dict:
-    """A stored run, as ``run`` returned it (from ``directory``, default ``RUNS_DIR`` read at the
+    """A stored run, as ``run`` returned it (from ``directory``, default ``RUN_FOLDER`` read at the
     call); a clear error, naming the command, if it was never run."""
-    directory = RUNS_DIR if directory is None else directory
+    directory = RUN_FOLDER if directory is None else directory
     return read_json(directory / f"{name}.json", f"{MODULE} {name}")
 
 
@@ -324,9 +324,9 @@ def run_and_store(names, workers: int = 2) -> list:
 
 
 def retrain_dir() -> Path:
-    """Where ``retrain`` writes: ``runstore.writable(RUNS_DIR)``, i.e.
-    ``scratch/runs/10_word_problems/`` (``RUNS_DIR`` itself only under ``GRPO_STORE=1``)."""
-    return writable(RUNS_DIR)
+    """Where ``retrain`` writes: ``runstore.writable(RUN_FOLDER)``, i.e.
+    ``scratch/runs/10_word_problems/`` (``RUN_FOLDER`` itself only under ``GRPO_STORE=1``)."""
+    return writable(RUN_FOLDER)
 
 
 def retrain(names=None, workers: int = 2, again: bool = False) -> Path:

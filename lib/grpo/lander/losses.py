@@ -1,5 +1,6 @@
-"""Chapter 6's objectives: GRPO's group advantages (outcome and process), the controls' baselines,
-PPO's GAE, and the GRPO and PPO losses with their closed-form gradients in the logits.
+"""Chapter 6's losses and the credit they weigh: GRPO's group advantages (outcome and process), the
+controls' baselines, PPO's GAE, and the GRPO and PPO losses with their closed-form gradients in the
+logits.
 
 Outcome GRPO z-scores the G returns of a group (``grpo.objectives.group_advantages`` with eps 1e-4)
 and broadcasts the result to every step of the episode; process GRPO normalises the per-step

@@ -10,7 +10,8 @@ Modules (everything is re-exported here, so ``from grpo import lander; lander.tr
                 episode outcomes, held-out evaluation (``Evaluator``) and ``fly`` for animations
     losses      outcome and process advantages, the controls' baselines, GAE, ``lander_grpo_loss``
                 and the closed-form gradients ``grpo_loss_grad`` / ``ppo_loss_grad``
-    trainers    the configs, ``RunSpec``, ``train_actor_critic``, ``train_lander_grpo`` (plain GRPO;
+    trainers    the configs, ``RunSpec``, ``train_actor_critic`` (``PPODiagnostics`` attaches
+                SB3's diagnostics and the gradient probe), ``train_lander_grpo`` (plain GRPO;
                 ``GRPOControls`` attaches the controls' baselines and the diagnostics), ``train``,
                 ``run_lander_specs``
     report      ``summarize``: one algorithm's per-seed runs as a registry entry
@@ -23,15 +24,15 @@ from .env import (ENV_ID, MAIN_ENGINE, N_ACTIONS, NO_ENGINE, OBS_DIM, SLEEP_STEP
                   load_actor, make_actor, make_critic, make_env, make_envs, mlp,
                   play_episodes, play_groups, policy_logits, sample_actions, sleep_gate, start_obs,
                   visited_state_entropy)
-from .losses import (GROUP_EPS, GRPOLossGrad, baseline_advantages, ended_at_terminal,
-                         episode_gae, explained_variance, gae, grpo_loss_grad, lander_grpo_loss,
-                         normalize_advantages, outcome_advantages, ppo_loss_grad,
-                         process_advantages, ratio_stats, returns_to_go, step_weights,
-                         surrogate_slope, time_baseline)
+from .losses import (GROUP_EPS, GRPOLossGrad, PPOLossGrad, baseline_advantages, ended_at_terminal,
+                     episode_gae, explained_variance, gae, grpo_loss_grad, lander_grpo_loss,
+                     normalize_advantages, outcome_advantages, ppo_loss_grad, process_advantages,
+                     ratio_stats, returns_to_go, step_weights, surrogate_slope, time_baseline)
 from .report import summarize
 from .trainers import (A2C_CONFIG, ALGOS, DEFAULT_CONFIGS, DIAGNOSTICS, ActorCriticConfig,
                        GroupBatch, LanderGRPOConfig, GRPOControls, LEARNED_BASELINES,
-                       PPO_DIAGNOSTICS, RunSpec, critic_inputs, lander_critic_values,
+                       PPO_DIAGNOSTICS, PPODiagnostics, RolloutBatch, RunSpec, critic_inputs,
+                       lander_critic_values, rollout_batch,
                        episode_advantages, gae_targets, gradient_agreement, group_batch,
                        log_diagnostics, minibatches, run_lander_specs, train, train_actor_critic,
                        train_lander_grpo)

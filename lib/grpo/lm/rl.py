@@ -94,7 +94,7 @@ class RunConfig(LossOptions):
 
 
 # Adam's (beta1, beta2) here: beta2 0.99 rather than PyTorch's 0.999, so the second-moment estimate
-# forgets within ~100 steps, the length of these runs. The Hugging Face path keeps TRL's defaults.
+# forgets within ~100 steps, the length of these runs. The Hugging Face path keeps PyTorch's.
 ADAM_BETAS = (0.9, 0.99)
 
 
@@ -265,8 +265,8 @@ def train_lm_grpo(policy, tok, train: list[dict], test: list[dict], cfg: RunConf
             _evaluate_into(evals, it, policy, tok, train, test, cfg)
         if progress is not None:
             progress(it, log, evals)
-    state = {k: v.detach().clone() for k, v in policy.state_dict().items()}
-    return {"config": asdict(cfg), "log": log, "evals": evals, "state": state,
+    return {"config": asdict(cfg), "log": log, "evals": evals,
+            "state": {k: v.detach().clone() for k, v in policy.state_dict().items()},
             **_final_outcomes(policy, tok, test, cfg)}
 
 

@@ -29,7 +29,6 @@ one batch gradient and checks it against the stored one.
 from __future__ import annotations
 
 import math
-import time
 from pathlib import Path
 
 import numpy as np
@@ -37,7 +36,7 @@ import numpy as np
 from grpo.mlp import FlatMLP
 from grpo.objectives import action_logprobs
 from grpo.pool import parallel_map
-from grpo.runstore import command_line, read_json, run_dir, write_json
+from grpo.runstore import command_line, cpu_timed, read_json, run_dir, write_json
 from grpo.stats import interval_p_value, t975
 from grpo.lander.env import OBS_DIM, StepCollector, make_actor, make_critic, make_envs, play_groups
 from grpo.lander.losses import grpo_loss_grad, normalize_advantages, ppo_loss_grad
@@ -159,24 +158,26 @@ def measure_gradient_noise(method: str) -> dict:
     if method not in METHODS:
         raise ValueError(f"method must be one of {sorted(METHODS)}, got {method!r}")
     cfg = METHODS[method]
-    t0 = time.process_time()
-    run = train(RunSpec(cfg.algo, SEED, config=cfg, **SCALE))
-    train_cpu = time.process_time() - t0
+    run, train_cpu = cpu_timed(train, RunSpec(cfg.algo, SEED, config=cfg, **SCALE))
     has_critic = not isinstance(cfg, LanderGRPOConfig) or cfg.baseline in LEARNED_BASELINES
     out = {"method": method, "algo": cfg.algo, "train_cpu_s": round(train_cpu, 1),
            "checkpoints": []}
     for target in CHECKPOINTS:
         steps, actor_state = _checkpoint(run["snapshots"], target)
         critic = _checkpoint(run["critic_snapshots"], target)[1] if has_critic else None
-        t0 = time.process_time()
-        draws = [batch_gradient(cfg, actor_state, critic, np.random.default_rng([SEED, steps, k]))
-                 for k in range(BATCHES)]
+        draws, cpu_s = cpu_timed(_batch_gradients, cfg, actor_state, critic, steps)
         grads = np.stack([g for g, _ in draws])
         out["checkpoints"].append({"env_steps": steps, "batch_steps": [n for _, n in draws],
                                    "grad_norms": np.linalg.norm(grads, axis=1).tolist(),
                                    **noise_measures(grads), **jackknife(grads),
-                                   "cpu_s": round(time.process_time() - t0, 1)})
+                                   "cpu_s": round(cpu_s, 1)})
     return out
+
+
+def _batch_gradients(cfg, actor_state, critic_flat, steps: int) -> list:
+    """``BATCHES`` independent batch gradients at the checkpoint ``steps`` env steps in."""
+    return [batch_gradient(cfg, actor_state, critic_flat, np.random.default_rng([SEED, steps, k]))
+            for k in range(BATCHES)]
 
 
 def run_study(workers: int = 2, methods=tuple(METHODS), kept: dict | None = None) -> dict:

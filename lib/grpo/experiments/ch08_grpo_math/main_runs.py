@@ -50,8 +50,9 @@ MAIN = RunConfig(
     held_out=HELD_OUT,
 )
 SEEDS = (0, 1)
-# One GRPO run's CPU in SFT steps, from make bench when the runs were stored
-# (data/bench/08_grpo_loop.json, 2026-12-03): 40 iterations x 7.430 CPU-s / 0.5331 CPU-s a step.
+# One GRPO run's CPU in SFT steps: a GRPO iteration's and an SFT step's CPU-seconds as make bench
+# measured them when the runs were stored (data/bench/08_grpo_loop.json, 2026-12-03), fixed here so
+# that a later make bench changes no stored job.
 SFT_BASIS = {"iteration_cpu_s": 7.430, "sft_step_cpu_s": 0.5331}
 SFT_STEPS = round(MAIN.iterations * SFT_BASIS["iteration_cpu_s"] / SFT_BASIS["sft_step_cpu_s"])
 # Chapter 7's SFT loop, on a fresh cosine schedule from a tenth of its peak lr, another data order.

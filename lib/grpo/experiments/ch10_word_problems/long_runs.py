@@ -49,7 +49,7 @@ HELD_OUT_SAMPLES = 4                    # sampled completions per held-out probl
 
 
 @dataclass(frozen=True)
-class Stored:
+class LongRun:
     """One stored run: what it does (``kind``), from which checkpoint, with which config."""
     kind: str                           # "evaluate" | "grpo" | "expert_iteration" | "sft"
     config: object = None               # RunConfig | EIConfig | SFTConfig (None: "evaluate")
@@ -77,52 +77,53 @@ FROM_LONG_SFT_LRS: tuple = (1.5e-5, 5e-5, 1.5e-4)
 FROM_LONG_SFT = replace(SWEEP, iterations=40, eval_every=20, eval_at_start=True)
 PRACTICE = replace(SWEEP, iterations=60, lr=3e-4, beta=0.0, train_pool=64, eval_every=20,
                    eval_at_start=True)
-# Practice's SFT controls on the same 64 problems: at GRPO's CPU (6.1 / 0.166 CPU-s a step, as
-# measured in float32 when the probe was designed), and at GRPO's 30 passes over them (60 steps of
-# 32).
+# Practice's SFT controls on the same 64 problems: at GRPO's CPU (the SFT steps a GRPO run's CPU
+# bought when the probe was designed, fixed since so the stored run stays the same), and at GRPO's
+# 30 passes over them (60 steps of 32).
 PRACTICE_SFT = SFTConfig(steps=2200, batch_size=32, lr=3e-4, warmup=20, eval_every=2200,
                          eval_problems=200, seed=1)
 PRACTICE_SFT_EPOCHS = replace(PRACTICE_SFT, steps=60, warmup=5, eval_every=60)
 EXPERT_ITERATION = EIConfig(iterations=200, warmup=10)
 EI_LRS = (3e-5, 1e-4)
 
-RUNS: dict[str, Stored] = {
-    "start": Stored("evaluate", train_pool=64, note="chapter 7's worked-solution model, scored"),
+RUNS: dict[str, LongRun] = {
+    "start": LongRun("evaluate", train_pool=64, note="chapter 7's worked-solution model, scored"),
     **{f"grpo_lr{lr:g}" + (f"_seed{seed}" if seed else ""):
-       Stored("grpo", replace(SWEEP, lr=lr, seed=seed), note="the lr x length sweep",
-              save_as=f"10_grpo_lr{lr:g}_seed{seed}.safetensors" if lr == VARIANT_LR else "")
+       LongRun("grpo", replace(SWEEP, lr=lr, seed=seed), note="the lr x length sweep",
+               save_as=f"10_grpo_lr{lr:g}_seed{seed}.safetensors" if lr == VARIANT_LR else "")
        for lr in SWEEP_LRS for seed in SEEDS},
     **{"strict_reward" + (f"_seed{seed}" if seed else ""):
-       Stored("grpo", replace(VARIANT, reward="strict", seed=seed),
-              note="reward: the verifier AND every annotation right")
+       LongRun("grpo", replace(VARIANT, reward="strict", seed=seed),
+               note="reward: the verifier AND every annotation right")
        for seed in SEEDS},
     **{"length_constant" + (f"_seed{seed}" if seed else ""):
-       Stored("grpo", replace(VARIANT, aggregation="constant", seed=seed),
-              note="Dr. GRPO's length normalisation: the token sum over a constant, not 1/|o_i|")
+       LongRun("grpo", replace(VARIANT, aggregation="constant", seed=seed),
+               note="Dr. GRPO's length normalisation: the token sum over a constant, not 1/|o_i|")
        for seed in SEEDS},
-    "raw_advantage": Stored("grpo", replace(VARIANT, advantage="raw"),
-                            note="GRPO with 0/1 advantages (no baseline): between expert iteration "
-                                 "and GRPO"),
-    "random_reward": Stored("grpo", replace(VARIANT, reward="random"),
-                            note="a reward that ignores the answer: Bernoulli at the batch's "
-                                 "success rate"),
-    **{f"expert_iteration_lr{lr:g}": Stored("expert_iteration", replace(EXPERT_ITERATION, lr=lr),
-                                           note="sample 32 x 8, keep the right ones, one SFT pass")
+    "raw_advantage": LongRun("grpo", replace(VARIANT, advantage="raw"),
+                             note="GRPO with 0/1 advantages (no baseline): between expert "
+                                  "iteration and GRPO"),
+    "random_reward": LongRun("grpo", replace(VARIANT, reward="random"),
+                             note="a reward that ignores the answer: Bernoulli at the batch's "
+                                  "success rate"),
+    **{f"expert_iteration_lr{lr:g}":
+       LongRun("expert_iteration", replace(EXPERT_ITERATION, lr=lr),
+               note="sample 32 x 8, keep the right ones, one SFT pass")
        for lr in EI_LRS},
-    "practice_grpo": Stored("grpo", PRACTICE, note="GRPO on 64 training problems, over and over"),
-    "practice_sft": Stored("sft", PRACTICE_SFT, train_pool=64,
-                           note="SFT on the same 64 problems, GRPO's CPU"),
-    "practice_sft_epochs": Stored("sft", PRACTICE_SFT_EPOCHS, train_pool=64,
-                                  note="SFT on the same 64 problems, GRPO's 30 passes over them"),
-    "plateau_sft": Stored("sft", LONG_SFT, save_as=PLATEAU_CHECKPOINT,
-                          note="SFT continued to the end of a 3,000-step cosine schedule"),
-    **{f"from_long_sft_lr{lr:g}": Stored("grpo", replace(FROM_LONG_SFT, lr=lr), start="plateau",
-                                        note="GRPO from the long-SFT model")
+    "practice_grpo": LongRun("grpo", PRACTICE, note="GRPO on 64 training problems, over and over"),
+    "practice_sft": LongRun("sft", PRACTICE_SFT, train_pool=64,
+                            note="SFT on the same 64 problems, GRPO's CPU"),
+    "practice_sft_epochs": LongRun("sft", PRACTICE_SFT_EPOCHS, train_pool=64,
+                                   note="SFT on the same 64 problems, GRPO's 30 passes over them"),
+    "plateau_sft": LongRun("sft", LONG_SFT, save_as=PLATEAU_CHECKPOINT,
+                           note="SFT continued to the end of a 3,000-step cosine schedule"),
+    **{f"from_long_sft_lr{lr:g}": LongRun("grpo", replace(FROM_LONG_SFT, lr=lr), start="plateau",
+                                          note="GRPO from the long-SFT model")
        for lr in FROM_LONG_SFT_LRS},
-    **({"from_long_sft_random": Stored("grpo", replace(FROM_LONG_SFT, lr=5e-5, reward="random"),
-                                       start="plateau",
-                                       note="from the long-SFT model, a reward that ignores the "
-                                            "answer")}
+    **({"from_long_sft_random": LongRun("grpo", replace(FROM_LONG_SFT, lr=5e-5, reward="random"),
+                                        start="plateau",
+                                        note="from the long-SFT model, a reward that ignores the "
+                                             "answer")}
        if FROM_LONG_SFT_LRS else {}),
 }
 
@@ -165,7 +166,7 @@ def lift(names, against="start", key: str = "greedy", part: str = "held_out",
 
 
 def models_dir(directory: Path | None = None) -> Path:
-    """Where runs written to ``directory`` save their weights (``Stored.save_as``) and find the
+    """Where runs written to ``directory`` save their weights (``LongRun.save_as``) and find the
     plateau start: ``data/models/`` for the stored runs (``directory`` None or ``RUN_FOLDER``), a
     ``models/`` folder inside any other ``directory`` (a re-run in scratch)."""
     if directory is None or Path(directory).resolve() == RUN_FOLDER.resolve():
@@ -173,7 +174,7 @@ def models_dir(directory: Path | None = None) -> Path:
     return Path(directory) / "models"
 
 
-def start_model(spec: Stored, directory: Path | None = None):
+def start_model(spec: LongRun, directory: Path | None = None):
     """The spec's starting ``(model, tok)``: chapter 7's checkpoint, or the plateau model saved
     beside the runs in ``directory`` (``models_dir``)."""
     if spec.start != "plateau" or models_dir(directory) == MODELS_DIR:
@@ -192,7 +193,7 @@ def run(name: str, directory: Path | None = None) -> dict:
     return {"name": name, **result, "cpu_s": round(cpu_s, 1)}
 
 
-def _run(spec: Stored, directory: Path | None = None) -> dict:
+def _run(spec: LongRun, directory: Path | None = None) -> dict:
     model, tok = start_model(spec, directory)
     train, val = PROTOCOL.splits()
     out = {"kind": spec.kind, "start": spec.start, "note": spec.note,

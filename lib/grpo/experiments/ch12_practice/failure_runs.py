@@ -8,7 +8,7 @@ Seeds are fixed here, before running.
     addition grids (``grids``, read and written by ``grpo.runstore.addition_jobs.stored_jobs``, one
     file each in ``data/runs/12_practice/``), from chapter 9's stored SFT run (its weights at the
     starts, read from ``data/runs/09_addition/sft/``):
-        lr_ladder      the recipe at lr 1e-6 (TRL's default) up to 1e-2
+        lr_ladder      the recipe at lr 1e-6 (DeepSeekMath's RL rate) up to 1e-2
         truncation     the recipe with a 4-token budget, which cuts every three-digit sum's answer
         dynamic        from early in the SFT run, where most groups are all wrong: plain against
                        DAPO's refill

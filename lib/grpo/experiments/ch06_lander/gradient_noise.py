@@ -180,7 +180,7 @@ def _batch_gradients(cfg, actor_state, critic_flat, steps: int) -> list:
             for k in range(BATCHES)]
 
 
-def run_study(workers: int = 2, methods=tuple(METHODS), kept: dict | None = None) -> dict:
+def run_noise_study(workers: int = 2, methods=tuple(METHODS), kept: dict | None = None) -> dict:
     """``methods`` (default all), in ``workers`` spawned processes, with ``kept``'s other methods
     (a stored study's ``"methods"``); JSON-ready."""
     results = parallel_map(measure_gradient_noise, list(methods), workers, desc="gradient noise")
@@ -198,7 +198,7 @@ def measure_and_store(names, workers: int = 2) -> Path:
     """Measure ``names`` (methods) and store them with the stored study's other methods."""
     path = stored_path()
     kept = load_study(path)["methods"] if path.is_file() and list(names) != list(METHODS) else None
-    return write_json(path, run_study(workers, tuple(names), kept), sort_keys=True)
+    return write_json(path, run_noise_study(workers, tuple(names), kept), sort_keys=True)
 
 
 def main(argv=None) -> None:
@@ -212,4 +212,5 @@ if __name__ == "__main__":
 
 
 __all__ = ["METHODS", "CHECKPOINTS", "BATCHES", "batch_gradient", "noise_measures", "jackknife",
-           "snr_difference", "measure_gradient_noise", "run_study", "load_study", "stored_path"]
+           "snr_difference", "measure_gradient_noise", "run_noise_study", "load_study",
+           "stored_path"]

@@ -313,14 +313,18 @@ def rescore(name: str, n: int = 256) -> tuple[dict, dict]:
     return {k: h[k][:n * m] for k, m in per.items()}, {k: now[k] for k in per}
 
 
-def run_and_store(names, workers: int = 2) -> list:
-    """Run registry entries in ``workers`` processes and store each; ``plateau_sft`` (which the
-    runs from the plateau start from) goes before those runs."""
+def run_and_store(runs=None, workers: int = 2, directory: Path | None = None) -> list:
+    """Run registry entries (``runs``: names, default all) in ``workers`` processes and store each
+    in ``directory`` (default ``RUN_FOLDER``); ``plateau_sft`` (which the runs from the plateau
+    start from) goes before those runs."""
+    names = list(RUNS) if runs is None else list(runs)
+    where = None if directory is None else str(directory)
     first = [n for n in names if RUNS[n].start != "plateau"]
     written = []
     for wave in (first, [n for n in names if n not in first]):
         if wave:
-            written += parallel_map(_run_and_write, wave, workers, desc="stored runs")
+            written += parallel_map(_retrain_one, [(n, where) for n in wave], workers,
+                                    desc="stored runs")
     return written
 
 
@@ -338,16 +342,14 @@ def retrain(names=None, workers: int = 2, again: bool = False) -> Path:
     directory = retrain_dir()
     names = list(RUNS) if names is None else list(names)
     todo = [n for n in names if again or not (directory / f"{n}.json").is_file()]
-    first = [n for n in todo if RUNS[n].start != "plateau"]
-    for wave in (first, [n for n in todo if n not in first]):
-        if wave:
-            parallel_map(_retrain_one, [(n, str(directory)) for n in wave], workers,
-                         desc="re-training into scratch")
+    if todo:
+        run_and_store(todo, workers, directory)
     return directory
 
 
 def main(argv=None) -> None:
-    command_line(MODULE, __doc__, run_and_store, argv, registry=RUNS, workers=2)
+    command_line(MODULE, __doc__, lambda names, workers: run_and_store(names, workers), argv,
+                 registry=RUNS, workers=2)
 
 
 if __name__ == "__main__":

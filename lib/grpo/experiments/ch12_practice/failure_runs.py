@@ -39,6 +39,7 @@ from grpo.lm.model import sample
 from grpo.lm.rl import RunConfig, train_lm_grpo
 from grpo.lm.verifier import reward
 from grpo.pool import parallel_map
+from grpo.seeding import seeded_generator
 from grpo.runstore import (STORE_ENV, command_line, cpu_timed, read_json, run_dir, writable,
                            write_json)
 from grpo.runstore.addition_jobs import (GRPO_RECIPE, LEVELS, SFT_RUN, Job, stored_jobs,
@@ -124,7 +125,7 @@ def lengths_and_verdicts(model, tok, problems, n: int, seed: int, max_new_tokens
     each completion's token count (its <eos> included) and the verifier's 0/1."""
     prompts = [encode_problem(tok, p)[0] for p in problems]
     tokens, _, mask = sample(model, prompts, n, max_new_tokens, 0.7,
-                             generator=torch.Generator().manual_seed(seed), eos_id=tok.eos_id)
+                             generator=seeded_generator(seed), eos_id=tok.eos_id)
     texts = [tok.decode(t[m].tolist()) for t, m in zip(tokens, mask)]
     right = [int(reward(x, problems[i // n]["answer"])) for i, x in enumerate(texts)]
     return (mask.sum(1).reshape(-1, n).numpy().astype(int),
@@ -172,7 +173,7 @@ def aggregation_runs(retrain: bool = False, workers: int = 2) -> list[dict]:
     return read_json(writable(path), MODULE)["runs"]
 
 
-def store(workers: int = 2) -> list:
+def store_all(workers: int = 2) -> list:
     """Every stored run of chapter 12, again, into ``data/runs/12_practice/``."""
     os.environ[STORE_ENV] = "1"
     _, starts, start, low = addition_starts()
@@ -183,7 +184,7 @@ def store(workers: int = 2) -> list:
 
 
 def main(argv=None) -> None:
-    command_line(MODULE, __doc__, store, argv, workers=2)
+    command_line(MODULE, __doc__, store_all, argv, workers=2)
 
 
 if __name__ == "__main__":

@@ -196,7 +196,7 @@ def test_a_stored_sft_run_is_read_and_a_changed_one_trains(tmp_path, tiny, monke
     def no_runs(*args, **kwargs):
         raise AssertionError("trained instead of reading")
 
-    monkeypatch.setattr(A, "train_sft", no_runs)
+    monkeypatch.setattr(J, "train_sft", no_runs)
     again, states_again = J.stored_sft_run("tiny", cfg, (0.0,), tok, folder=tmp_path)
     assert again == history and all(torch.equal(states[2][k], states_again[2][k]) for k in states[2])
     with pytest.raises(AssertionError, match="trained instead"):

@@ -19,4 +19,6 @@ the library imports an experiment (``tests/test_layout.py``).
     ch11_pretrained     smollm2_runs (GRPO and its controls on SmolLM2-135M), trl_launch (the same
                         recipe through TRL's GRPOTrainer, from trl_launch.yaml)
     ch12_practice       failure_runs (the failures' addition grids and the loss-aggregation runs)
+    hf_cli              not a chapter's: ``grpo.lm.hf.train_hf_grpo`` on GSM8K from the command
+                        line (the library has none), storing nothing
 """

@@ -2,8 +2,8 @@
 
 The batch is the issue's: 8 prompts x 8 samples, 64 new tokens, beta 0.04 (so both read the
 reference), one Adam step per batch, DeepSeekMath's sequence-normalised loss. The model is a tiny
-random Qwen2 (about 0.6M parameters, character tokenizer) built locally by
-``grpo.lm.hf.tiny_causal_lm``; its prompts (question and instruction, one token a character) are
+random Qwen2 (character tokenizer) built locally by the tests' stand-in,
+``tests/hf_stand_in.tiny_causal_lm``; its prompts (question and instruction, one token a character) are
 about three times as long as its completions (it samples end-of-sequence now and then), so reading
 each prompt once per group, as ours does, is much of our lead (``prompt_tokens`` in the JSON).
 TRL runs with gradient checkpointing off (its default, on, recomputes the forward pass in the
@@ -29,10 +29,15 @@ from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+import sys  # noqa: E402
+
 import torch  # noqa: E402
 
-from grpo.lm import data, hf  # noqa: E402
+from grpo.lm import data, hf, verifier  # noqa: E402
 from benchfile import write_bench  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the tests' stand-in model
+from hf_stand_in import tiny_causal_lm  # noqa: E402
 
 PROMPTS, G, NEW_TOKENS, STEPS = 8, 8, 64, 3
 OUT = Path(__file__).resolve().parents[1] / "data" / "bench" / "08_grpo_math.json"
@@ -71,13 +76,12 @@ def time_small_gpt(rows):
     import copy
 
     from grpo.lm import model as gpt
-    from grpo.lm import train
     from grpo.runstore import models
     from grpo.lm.grpo import grpo_update
     policy, tok = models.load_sft()
     ref = copy.deepcopy(policy).eval().requires_grad_(False)
     optimizer = torch.optim.Adam(policy.parameters(), lr=1e-6)
-    prompts = [train.encode_problem(tok, r)[0] for r in rows]
+    prompts = [data.encode_problem(tok, r)[0] for r in rows]
     answers = [r["answer"] for r in rows for _ in range(G)]
     generator = torch.Generator().manual_seed(0)
     steps = []
@@ -87,7 +91,7 @@ def time_small_gpt(rows):
         tokens, _, mask = gpt.sample(policy, prompts, G, NEW_TOKENS, 1.0, generator=generator,
                                      eos_id=tok.eos_id)
         texts = [tok.decode(row[m].tolist()) for row, m in zip(tokens, mask)]
-        rewards = torch.tensor([data.reward(t, a) for t, a in zip(texts, answers)]).reshape(PROMPTS, G)
+        rewards = torch.tensor([verifier.reward(t, a) for t, a in zip(texts, answers)]).reshape(PROMPTS, G)
         ids, completion = gpt.join(prompts, G, tokens, mask)
         t1 = time.perf_counter()
         with torch.inference_mode():
@@ -182,7 +186,7 @@ def main():
     rows = problems(PROMPTS)
     load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as tmp:
-        model, tokenizer = hf.tiny_causal_lm(seed=0, hidden=128, layers=4)
+        model, tokenizer = tiny_causal_lm(seed=0, hidden=128, layers=4)
         model.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
         n_params = sum(p.numel() for p in model.parameters())

@@ -15,6 +15,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from grpo.objectives import log_softmax
 from grpo import lander
 from grpo.mlp import Adam, FlatMLP
 from grpo.surrogate import clipped_surrogate
@@ -60,7 +61,7 @@ def numpy_steps(n):
     obs, act, adv, ret, order = data()
     pi, vf = FlatMLP(lander.make_actor(0)), FlatMLP(lander.make_critic(0))
     opt = Adam([pi, vf], lr=3e-4, eps=1e-5, max_grad_norm=0.5)
-    logp_old = lander.log_softmax(pi.forward(obs))[np.arange(N), act]
+    logp_old = log_softmax(pi.forward(obs))[np.arange(N), act]
     for i in range(n):
         mb = order[(i * MB) % N:(i * MB) % N + MB]
         a = (adv[mb] - adv[mb].mean()) / (adv[mb].std(ddof=1) + 1e-8)

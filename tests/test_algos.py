@@ -5,9 +5,9 @@ import torch
 
 from grpo.book import plots
 from grpo.toy import algos, lava
-from grpo.toy.algos import (clip_mask, clipped_update, critic_values, fit_critic, grad_log_pi,
-                        grpo_advantages, policy_gradient, run_seeds, train_grpo, train_ppo,
-                        train_reinforce)
+from grpo.objectives import clip_mask, grpo_advantages
+from grpo.toy.algos import (clipped_update, critic_values, fit_critic, grad_log_pi, policy_gradient,
+                            run_seeds, train_grpo, train_ppo, train_reinforce)
 from grpo.toy.lava import play_steps, steps_from_runs
 
 torch.set_num_threads(1)

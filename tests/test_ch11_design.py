@@ -171,7 +171,7 @@ def test_the_first_two_iterations_of_a_decided_run_replay():
 
 def test_the_gap_is_the_last_numbers_lift_minus_the_first_equations():
     gap = F.gap_lift("grpo")
-    last, first = F.lift("grpo", "last_number"), F.lift("grpo", "first_equation")
+    last, first = F.arm_lift("grpo", "last_number"), F.arm_lift("grpo", "first_equation")
     assert gap.points == pytest.approx(last.points - first.points, abs=1e-9)
     assert gap.seeds == D.SEEDS and gap.ci95[0] < gap.points < gap.ci95[1]
 
@@ -188,7 +188,7 @@ def test_the_endpoints_are_the_designs_and_holm_adjusts_them_upward():
     assert list(e.secondary) == list(F.SECONDARY) and len(F.SECONDARY) == len(D.DESIGN.secondary)
     for k, x in e.secondary.items():
         assert e.holm_p[k] >= x.p_value - 1e-12
-    assert e.primary.points == F.lift("grpo", "first_equation").points
+    assert e.primary.points == F.arm_lift("grpo", "first_equation").points
 
 
 def test_the_verdict_says_what_the_interval_allows():

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from grpo import checks
-from grpo.toy.algos import GRPOConfig as ToyGRPOConfig
+from grpo.toy.algos import ToyGRPOConfig
 from grpo.toy.algos import PPOConfig, ReinforceConfig
 from grpo.lander import ActorCriticConfig
 from grpo.lander import LanderGRPOConfig

@@ -7,8 +7,9 @@ import pytest
 
 from grpo import kl
 from grpo.book import display
+from grpo.objectives import grpo_advantages
 from grpo.toy import algos, lava
-from grpo.toy.algos import GRPOConfig, PPOConfig, ReinforceConfig, step_divisors
+from grpo.toy.algos import ToyGRPOConfig, PPOConfig, ReinforceConfig, step_divisors
 
 F = lava.test_floors()
 W0 = np.zeros((4, 2))
@@ -65,8 +66,8 @@ def test_ceiling_best_moves_and_exact_gradient_take_one_floor():
     (lambda: algos.train_grpo(0, critic_lr=0.5), TypeError, "critic_lr"),
     (lambda: algos.train_grpo(0, averaging="median"), ValueError, "averaging"),
     (lambda: algos.train_ppo(0, adv_norm="yes"), ValueError, "adv_norm"),
-    (lambda: algos.train_grpo(0, GRPOConfig(), G=1), ValueError, "G must be >= 2"),
-    (lambda: algos.train_grpo(0, PPOConfig()), TypeError, "GRPOConfig"),
+    (lambda: algos.train_grpo(0, ToyGRPOConfig(), G=1), ValueError, "G must be >= 2"),
+    (lambda: algos.train_grpo(0, PPOConfig()), TypeError, "ToyGRPOConfig"),
     (lambda: algos.run_seeds("GRPO", seeds=5), TypeError, "seeds"),
     (lambda: lava.monte_carlo_score(F[0], W0, 0, np.random.default_rng(0)), ValueError, "n_runs"),
     (lambda: algos.train_ppo(0, updates=30, critic_lr=50.0), ValueError, "diverged"),
@@ -93,13 +94,13 @@ def test_a_sane_critic_lr_does_not_trip_the_divergence_check():
 # ---------------------------------------------------------------------------------------------
 def test_configs_are_frozen_and_stored_in_the_result():
     r = algos.train_grpo(1, updates=10, lr=0.25)
-    assert r.config == GRPOConfig(updates=10, lr=0.25)
+    assert r.config == ToyGRPOConfig(updates=10, lr=0.25)
     assert r.hparams == asdict(r.config) == {"updates": 10, "G": 8, "lr": 0.25, "eval_every": 10,
                                               "eps": 0.2, "passes": 4, "averaging": "batch_steps"}
     with pytest.raises(FrozenInstanceError):
         r.config.lr = 1.0
     # a config and keyword changes give the same run
-    same = algos.train_grpo(1, GRPOConfig(updates=10, lr=0.25))
+    same = algos.train_grpo(1, ToyGRPOConfig(updates=10, lr=0.25))
     np.testing.assert_array_equal(r.W, same.W)
     assert isinstance(algos.train_ppo(0, updates=1).config, PPOConfig)
     assert type(algos.train_reinforce(0, updates=1).config) is ReinforceConfig
@@ -130,7 +131,7 @@ def test_step_divisors_by_hand():
 def test_per_answer_update_is_the_mean_over_answers_of_each_answers_mean():
     rng = np.random.default_rng(4)
     g = lava.play_steps(F[5], W0, 8, rng)
-    A = algos.grpo_advantages(g.scores)[g.run]
+    A = grpo_advantages(g.scores)[g.run]
     W1 = algos.clipped_update(W0, g.S, g.moves, A, 0.5, passes=1,
                               divisors=step_divisors(g.run, 8, "per_answer"))
     per_run = [algos.policy_gradient(W0, g.S[g.run == i], g.moves[g.run == i], A[g.run == i])

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from grpo import lander as L
-from grpo.toy.algos import grpo_advantages
+from grpo.objectives import grpo_advantages
 
 
 def test_same_seed_same_actions_give_bit_identical_trajectories():

@@ -22,10 +22,10 @@ def test_the_stored_runs_are_the_ones_the_code_defines(stored):
         assert run["env_steps"] >= main_runs.ENV_STEPS[algo]
         assert len(run["test_det"]) == main_runs.TEST_EPISODES
         assert bool(run["snapshots"]) == (algo in main_runs.SNAPSHOTS_KEPT)
-    with pytest.raises(ValueError, match="run_specs"):
+    with pytest.raises(ValueError, match="runs must be"):
         main_runs.load_stored(main_runs.specs()[:-1])
     other = [dataclasses.replace(s, seed=s.seed + 1) for s in main_runs.specs()]
-    with pytest.raises(ValueError, match="run_specs"):
+    with pytest.raises(ValueError, match="runs must be"):
         main_runs.load_stored(other)
 
 

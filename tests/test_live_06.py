@@ -36,7 +36,7 @@ def test_every_switch_retrains_into_scratch_and_states_its_cost(path):
     switches = [c for c in _code(path) if "RETRAIN" in c]
     assert switches, f"{path.name} has no stored-run switch"
     for c in switches:
-        assert "writable(" in c or "noise.run_study(" in c      # the noise study stays in memory
+        assert "writable(" in c or "noise.run_noise_study(" in c      # the noise study stays in memory
         assert "CPU-minutes" in c and "GB" in c
 
 

@@ -73,12 +73,12 @@ def test_the_random_reward_switch_retrains_into_scratch():
     head = source[:source.index("\n", source.index("control_dir ="))]
     asked = []
     scratch = runstore.SCRATCH_DIR / "runs" / "10_word_problems"
-    stored = SimpleNamespace(RUNS_DIR=runstore.RUNS_DIR / "10_word_problems",
+    stored = SimpleNamespace(RUN_FOLDER=runstore.RUNS_DIR / "10_word_problems",
                              retrain=lambda names: asked.append(list(names)) or scratch)
     off, on = {"stored": stored}, {"stored": stored}
     exec(head, off)
     exec(head.replace("RETRAIN_CONTROL = False", "RETRAIN_CONTROL = True"), on)
-    assert off["control_dir"] == stored.RUNS_DIR
+    assert off["control_dir"] == stored.RUN_FOLDER
     assert asked == [[on["RANDOM"], on["OUTCOME"]]] and on["control_dir"] == scratch
 
 

@@ -9,18 +9,18 @@ import numpy as np
 
 from grpo import runstore
 from grpo.experiments.ch09_addition import grids as Gd
-from grpo.experiments.ch09_addition import stored_grids as S
+from grpo.runstore import addition_jobs as J
 from grpo.lm import addition as A
 
 START, LR = 550, 1e-4                 # chapter 9's start and reference rate (data/results/09_*)
 
 
 def _keys(name):
-    return json.loads((S.RUNS_DIR / f"{name}.json").read_text())["jobs"]
+    return json.loads((J.ADDITION_FOLDER / f"{name}.json").read_text())["jobs"]
 
 
 def test_the_grid_builders_are_the_stored_files_jobs():
-    R, ups = A.GRPO_RECIPE, Gd.updates(A.GRPO_RECIPE, LR)
+    R, ups = J.GRPO_RECIPE, Gd.updates(J.GRPO_RECIPE, LR)
     assert _keys("starts_2x2") == [repr(j) for j in Gd.grid_jobs(START, "annealed, 920 steps", ups)]
     seeds = [f"{kind}, SFT seed {s}" for s in Gd.SFT_SEEDS for kind in ("snapshot", "annealed")]
     assert _keys("starts_by_sft_seed") == [repr(j) for j in Gd.across_jobs(seeds, ups)]
@@ -47,14 +47,14 @@ def test_a_retrained_sft_run_goes_to_scratch(tmp_path, monkeypatch):
     monkeypatch.setattr(runstore, "RUNS_DIR", runs)
     monkeypatch.setattr(runstore, "SCRATCH_DIR", scratch)
     monkeypatch.delenv(runstore.STORE_ENV, raising=False)
-    cfg = replace(A.SFT_RECIPE, steps=2, eval_every=1, eval_problems=4)
+    cfg = replace(J.SFT_RECIPE, steps=2, eval_every=1, eval_problems=4)
     folder = runs / "09_addition" / "sft"
     tok = A.addition_tokenizer()
-    S.stored_sft_run("tiny", cfg, (), tok, folder=folder, retrain=True)
+    J.stored_sft_run("tiny", cfg, (), tok, folder=folder, retrain=True)
     assert not folder.exists()
     assert (scratch / "runs" / "09_addition" / "sft" / "tiny.json").is_file()
-    cfgs = [replace(A.SFT_RECIPE, steps=2, eval_every=2, eval_problems=4)]
-    S.stored_endpoints("ends", cfgs, tok, workers=1, folder=runs / "09_addition" / "endpoints",
+    cfgs = [replace(J.SFT_RECIPE, steps=2, eval_every=2, eval_problems=4)]
+    J.stored_endpoints("ends", cfgs, tok, workers=1, folder=runs / "09_addition" / "endpoints",
                        retrain=True)
     assert (scratch / "runs" / "09_addition" / "endpoints" / "ends.json").is_file()
     assert not (runs / "09_addition" / "endpoints").exists()

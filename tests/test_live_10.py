@@ -32,7 +32,7 @@ def test_both_pages_read_the_runs_through_the_switch():
     for path in (CHAPTER, LAB):
         src = "\n".join("".join(c["source"]) for c in _code(path))
         assert "RETRAIN = False" in src
-        assert "RUNS_FROM = stored.retrain(workers=2) if RETRAIN else stored.RUNS_DIR" in src
+        assert "RUNS_FROM = stored.retrain(workers=2) if RETRAIN else stored.RUN_FOLDER" in src
         assert "stored.load_run(name, RUNS_FROM)" in src
         assert "stored.load_run(name)" not in src
 
@@ -41,7 +41,7 @@ def _sandbox(tmp_path, monkeypatch):
     runs, scratch = tmp_path / "data" / "runs", tmp_path / "scratch"
     monkeypatch.setattr(runstore, "RUNS_DIR", runs)
     monkeypatch.setattr(runstore, "SCRATCH_DIR", scratch)
-    monkeypatch.setattr(L, "RUNS_DIR", runs / "10_word_problems")
+    monkeypatch.setattr(L, "RUN_FOLDER", runs / "10_word_problems")
     monkeypatch.delenv(runstore.STORE_ENV, raising=False)
     return runs / "10_word_problems", scratch / "runs" / "10_word_problems"
 

@@ -16,52 +16,39 @@ CHAPTER = ROOT / "chapters" / "11_pretrained.ipynb"
 
 @pytest.fixture
 def fake_runs(tmp_path, monkeypatch):
-    """``P.run`` replaced by a stub (no model), scratch moved to a temporary folder."""
+    """Both modules' ``run`` replaced by a stub (no model), scratch moved to a temporary folder."""
     monkeypatch.delenv(runstore.STORE_ENV, raising=False)
     monkeypatch.setattr(runstore, "SCRATCH_DIR", tmp_path / "scratch")
-    monkeypatch.setattr(P, "run", lambda name: {"name": name, "retrained": True})
-    monkeypatch.setattr(P, "RETRAINED", {})
+    for module in (P, F):
+        monkeypatch.setattr(module, "run", lambda name, directory=None: {"name": name,
+                                                                         "retrained": True})
     return tmp_path / "scratch"
 
 
-def test_retrain_writes_to_scratch_and_never_to_data_runs(fake_runs):
-    stored = {p: p.read_bytes() for p in P.RUNS_DIR.glob("*.json")}
-    written = P.retrain(["grpo_seed0", "sft"])
-    assert [Path(w).name for w in written] == ["grpo_seed0.json", "sft.json"]
-    for w in written:
-        assert Path(w).resolve().is_relative_to(fake_runs.resolve())
-    assert {p: p.read_bytes() for p in P.RUNS_DIR.glob("*.json")} == stored
-    # the chapter reads the re-trained runs from scratch, the others from data/runs/
-    assert P.load_run("grpo_seed0") == {"name": "grpo_seed0", "retrained": True}
-    assert "retrained" not in P.load_run("grpo_seed1")
+@pytest.mark.parametrize("module, names", [(P, ["grpo_seed0", "sft"]),
+                                           (F, ["grpo_seed0", "start_prefix"])],
+                         ids=["first_experiment", "decided"])
+def test_retrain_writes_to_scratch_and_never_to_data_runs(fake_runs, module, names):
+    stored = {p: p.read_bytes() for p in module.RUN_FOLDER.glob("*.json")}
+    folder = module.retrain(names, workers=1)
+    assert folder.resolve().is_relative_to(fake_runs.resolve())
+    assert sorted(p.name for p in folder.glob("*.json")) == sorted(f"{n}.json" for n in names)
+    assert {p: p.read_bytes() for p in module.RUN_FOLDER.glob("*.json")} == stored
+    # the re-trained runs are read from the returned folder, the stored ones from data/runs/
+    assert module.load_run("grpo_seed0", folder) == {"name": "grpo_seed0", "retrained": True}
+    assert "retrained" not in module.load_run("grpo_seed1")
+    # a run already there is kept, unless asked again
+    (folder / "grpo_seed0.json").write_text('{"kept": true}')
+    module.retrain(["grpo_seed0"], workers=1)
+    assert module.load_run("grpo_seed0", folder) == {"kept": True}
+    module.retrain(["grpo_seed0"], workers=1, again=True)
+    assert module.load_run("grpo_seed0", folder)["retrained"]
 
 
-def test_retrain_refuses_an_unknown_run(fake_runs):
-    with pytest.raises(ValueError, match="unknown runs"):
-        P.retrain(["grpo_seed9"])
-
-
-@pytest.fixture
-def fake_decided(tmp_path, monkeypatch):
-    """``F.run`` replaced by a stub (no model), scratch moved to a temporary folder."""
-    monkeypatch.delenv(runstore.STORE_ENV, raising=False)
-    monkeypatch.setattr(runstore, "SCRATCH_DIR", tmp_path / "scratch")
-    monkeypatch.setattr(F, "run", lambda name: {"name": name, "retrained": True})
-    monkeypatch.setattr(F, "RETRAINED", {})
-    return tmp_path / "scratch"
-
-
-def test_the_decided_switch_writes_to_scratch_and_never_to_data_runs(fake_decided):
-    stored = {p: p.read_bytes() for p in F.DECIDED_DIR.glob("*.json")}
-    written = F.retrain(["grpo_seed0", "start_prefix"])
-    assert [Path(w).name for w in written] == ["grpo_seed0.json", "start_prefix.json"]
-    for w in written:
-        assert Path(w).resolve().is_relative_to(fake_decided.resolve())
-    assert {p: p.read_bytes() for p in F.DECIDED_DIR.glob("*.json")} == stored
-    assert F.load_run("grpo_seed0") == {"name": "grpo_seed0", "retrained": True}
-    assert "retrained" not in F.load_run("grpo_seed1")
-    with pytest.raises(ValueError, match="unknown runs"):
-        F.retrain(["grpo_seed99"])
+@pytest.mark.parametrize("module", [P, F], ids=["first_experiment", "decided"])
+def test_retrain_refuses_an_unknown_run(fake_runs, module):
+    with pytest.raises(ValueError, match="runs: unknown"):
+        module.retrain(["grpo_seed99"], workers=1)
 
 
 def test_the_chapter_has_its_switch_live_run_and_lab_notes():

@@ -1,11 +1,13 @@
-"""Chapter 9's addition task (lib/grpo/lm/addition.py)."""
+"""Chapter 9's addition task (lib/grpo/lm/addition.py) and its jobs (lib/grpo/runstore/addition_jobs.py)."""
 from dataclasses import replace
 
 import numpy as np
 import pytest
 
 from grpo.lm import addition as A
-from grpo.lm.data import reward
+from grpo.runstore import addition_jobs as J
+from grpo.lm.verifier import reward
+from grpo.lm.tokenizer import Tokenizer
 from grpo.lm.train import SFTConfig
 
 
@@ -24,24 +26,24 @@ def test_the_answer_is_four_tokens_then_eos():
     tok = A.addition_tokenizer()
     assert tok.tokens("#### 72") == ["####", "▁", "7", "2"]
     assert tok.tokens("24+48=\n") == ["2", "4", "+", "4", "8", "=", "\n"]
-    assert A.addition_model(tok).n_params == 108_416
-    assert A.Tokenizer.from_str(tok.to_str()).encode("13+7=") == tok.encode("13+7=")
+    assert J.addition_model(tok).n_params == 108_416
+    assert Tokenizer.from_str(tok.to_str()).encode("13+7=") == tok.encode("13+7=")
 
 
 @pytest.fixture(scope="module")
 def start():
-    model, tok, hist = A.train_sft(cfg=replace(A.SFT_RECIPE, steps=50, eval_every=25, eval_problems=8))
+    model, tok, hist = J.train_sft(cfg=replace(J.SFT_RECIPE, steps=50, eval_every=25, eval_problems=8))
     assert hist["eval_step"] == [25, 50] and len(hist["states"]) == 2
     return dict(zip(hist["eval_step"], hist["states"])), tok
 
 
 def test_run_jobs_is_deterministic_and_keeps_job_order(start):
     starts, tok = start
-    cfg = replace(A.GRPO_RECIPE, iterations=2, prompts=4, G=4, eval_every=1, eval_problems=4)
+    cfg = replace(J.GRPO_RECIPE, iterations=2, prompts=4, G=4, eval_every=1, eval_problems=4)
     more_sft = SFTConfig(steps=3, batch_size=8, eval_every=10_000)
-    jobs = [A.Job(50, cfg, samples=2), A.Job(25, None, samples=2), A.Job(50, more_sft, samples=2),
-            A.Job(50, cfg, samples=2)]
-    out = A.run_jobs(jobs, starts, tok, workers=2)
+    jobs = [J.Job(50, cfg, samples=2), J.Job(25, None, samples=2), J.Job(50, more_sft, samples=2),
+            J.Job(50, cfg, samples=2)]
+    out = J.run_jobs(jobs, starts, tok, workers=2)
     assert [o["start"] for o in out] == [50, 25, 50, 50]
     assert out[0]["greedy"].shape == (A.N_TEST,) and out[0]["sampled"].shape == (A.N_TEST, 2)
     assert out[0]["log"]["iteration"] == [1, 2] and "history" in out[2] and "log" not in out[1]
@@ -53,9 +55,9 @@ def test_run_jobs_is_deterministic_and_keeps_job_order(start):
 def test_bad_jobs_are_a_clear_error(start):
     starts, tok = start
     with pytest.raises(ValueError, match="start"):
-        A.run_jobs([A.Job(999, None)], starts, tok)
+        J.run_jobs([J.Job(999, None)], starts, tok)
     with pytest.raises(ValueError, match="RunConfig"):
-        A.run_jobs([A.Job(25, "grpo")], starts, tok)
+        J.run_jobs([J.Job(25, "grpo")], starts, tok)
 
 
 def test_carries_and_commuted_twins():

@@ -29,4 +29,4 @@ def test_another_config_is_refused(tmp_path):
     with pytest.raises(ValueError, match="cfg must be the config stored"):
         answer_only.load_record(replace(answer_only.SFT, steps=999))
     with pytest.raises(FileNotFoundError, match="answer_only"):
-        answer_only.load_record(path=tmp_path / "none.json")
+        answer_only.load_record(directory=tmp_path)

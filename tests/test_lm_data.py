@@ -5,9 +5,10 @@ from fractions import Fraction
 
 import pytest
 
-from grpo.lm.data import (answer_only, check_annotations, extract_answer, load_gsm8k, load_gsm8k_hf,
-                          make_problem, make_splits, normalize_number, read_jsonl, reference_answer, reward,
-                          safe_arith, write_jsonl)
+from grpo.lm.data import (answer_only, load_gsm8k, load_gsm8k_hf, make_problem, make_splits, read_jsonl,
+                          write_jsonl)
+from grpo.lm.verifier import (check_annotations, extract_answer, normalize_number, reference_answer, reward,
+                              safe_arith)
 
 
 @pytest.mark.parametrize("text, expected", [
@@ -233,7 +234,8 @@ def test_held_out_is_disjoint_and_leaves_the_splits_alone():
 
 
 def test_strict_reward_and_step_count():
-    from grpo.lm.data import make_problem, step_count, strict_reward
+    from grpo.lm.data import make_problem, step_count
+    from grpo.lm.verifier import strict_reward
     for steps in (1, 2, 3, 4):
         p = make_problem(random.Random(steps), steps)
         assert step_count(p) == steps

@@ -5,8 +5,9 @@ import numpy as np
 import pytest
 import torch
 
-from grpo.lm.grpo import (PRESETS, LossOptions, dynamic_sampling, group_advantages, grpo_loss, grpo_update,
-                          logprobs_at_temperature)
+from grpo.lm.grpo import PRESETS, LossOptions, dynamic_sampling, grpo_loss, grpo_update
+from grpo.lm.model import logprobs_at_temperature
+from grpo.objectives import group_advantages
 
 torch.set_num_threads(1)
 A = 0.5 / (0.5 + 1e-8)         # the z-score of rewards [1, 0]: +A and -A

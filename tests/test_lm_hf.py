@@ -1,4 +1,5 @@
-"""Our GRPO trainer on a Hugging Face causal LM, offline on a tiny random model (chapter 8)."""
+"""Our GRPO trainer on a Hugging Face causal LM (grpo.lm.hf) and its command line (grpo.experiments.hf_cli),
+offline on a tiny random model (chapter 8)."""
 import math
 import os
 import random
@@ -11,13 +12,16 @@ import torch  # noqa: E402
 
 pytest.importorskip("transformers")
 
+from grpo.experiments import hf_cli as cli  # noqa: E402
 from grpo.lm import data, hf  # noqa: E402
+from grpo.lm.grpo import PRESETS  # noqa: E402
+from hf_stand_in import tiny_causal_lm  # noqa: E402
 
 torch.set_num_threads(1)
 
 
 
-OPT = {name: preset.loss_options() for name, preset in hf.PRESETS.items()}
+OPT = {name: preset.loss_options() for name, preset in PRESETS.items()}
 
 def digits(completion, answer):
     """A stand-in reward with contrast inside a group even for a random model."""
@@ -27,7 +31,7 @@ def digits(completion, answer):
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
     root = tmp_path_factory.mktemp("hf")
-    model, tokenizer = hf.tiny_causal_lm(seed=0)
+    model, tokenizer = tiny_causal_lm(seed=0)
     model.save_pretrained(root / "model")
     tokenizer.save_pretrained(root / "model")
     rng = random.Random(0)
@@ -42,7 +46,7 @@ def small_config(root, **changes):
 
 def test_one_offline_step_gives_a_finite_loss_and_changes_the_weights(tiny):
     from transformers import AutoModelForCausalLM
-    policy, history = hf.train_gsm8k(small_config(tiny), verifier=digits, log=lambda s: None)
+    policy, history = cli.train_gsm8k(small_config(tiny), verifier=digits, log=lambda s: None)
     start = AutoModelForCausalLM.from_pretrained(tiny / "model")
     assert len(history) == 1 and math.isfinite(history[0]["loss"])
     assert history[0]["degenerate_fraction"] < 1.0 and history[0]["kl_mean"] == 0.0   # ref = start
@@ -52,15 +56,15 @@ def test_one_offline_step_gives_a_finite_loss_and_changes_the_weights(tiny):
 
 def test_reuse_steps_clip_and_presets_run(tiny):
     for changes in (dict(reuse=3, lr=1e-2), OPT["dapo"], OPT["dr_grpo"]):
-        _, history = hf.train_gsm8k(small_config(tiny, **changes), verifier=digits, log=lambda s: None)
+        _, history = cli.train_gsm8k(small_config(tiny, **changes), verifier=digits, log=lambda s: None)
         assert math.isfinite(history[0]["loss"])
-    _, history = hf.train_gsm8k(small_config(tiny, reuse=4, lr=0.05), verifier=digits, log=lambda s: None)
+    _, history = cli.train_gsm8k(small_config(tiny, reuse=4, lr=0.05), verifier=digits, log=lambda s: None)
     assert history[0]["clip_fraction"] > 0                 # the 2nd-4th passes leave pi_old behind
 
 
 def test_chunks_of_groups_take_the_same_step(tiny):
     """chunk_groups only trades memory for passes: one group at a time gives the same update."""
-    runs = [hf.train_gsm8k(small_config(tiny, chunk_groups=k), verifier=digits, log=lambda s: None)
+    runs = [cli.train_gsm8k(small_config(tiny, chunk_groups=k), verifier=digits, log=lambda s: None)
             for k in (1, 2)]
     (p1, h1), (p2, h2) = runs
     assert h1[0]["loss"] == pytest.approx(h2[0]["loss"], abs=1e-6)
@@ -70,7 +74,7 @@ def test_chunks_of_groups_take_the_same_step(tiny):
 
 def test_command_line_runs_offline_with_the_verifier(tiny, capsys):
     out = tiny / "trained"
-    hf.main(["--model", str(tiny / "model"), "--gsm8k", str(tiny / "train.jsonl"), "--steps", "1",
+    cli.main(["--model", str(tiny / "model"), "--gsm8k", str(tiny / "train.jsonl"), "--steps", "1",
              "--G", "2", "--prompts", "1", "--max_new_tokens", "8", "--device", "cpu",
              "--out", str(out), "--preset", "dapo"])
     printed = capsys.readouterr().out
@@ -107,7 +111,7 @@ def test_completion_mask_stops_after_the_first_eos():
             completions = torch.tensor([[5, 6, 1, 0], [5, 1, 0, 0], [7, 8, 9, 10]])
             return torch.cat([input_ids.repeat_interleave(3, 0), completions], 1)
 
-    _, tokenizer = hf.tiny_causal_lm()
+    _, tokenizer = tiny_causal_lm()
     ids, attn, mask, n_prompt, texts = hf.generate_groups(Fixed(), tokenizer, ["q"], 3, 1.0, 4)
     assert mask.tolist() == [[1, 1, 1, 0], [1, 1, 0, 0], [1, 1, 1, 1]]
     assert attn[:, n_prompt:].tolist() == mask.long().tolist()
@@ -122,9 +126,9 @@ def test_it_says_when_it_needs_the_network_or_a_gpu(monkeypatch):
         hf.pick_device("auto")
     assert hf.pick_device("cpu") == "cpu"
     with pytest.raises(FileNotFoundError, match="needs the network"):
-        hf.load_questions("hf")
+        cli.load_questions("hf")
     with pytest.raises(FileNotFoundError, match="GSM8K is not on this machine"):
-        hf.load_questions("no/such/dir")
+        cli.load_questions("no/such/dir")
 
 
 def test_a_name_that_is_no_model_fails_at_once_offline_or_not(monkeypatch):
@@ -144,37 +148,37 @@ def test_bad_config(tiny):
                              (dict(beta=-0.04), "beta .* got -0.04"),
                              (dict(aggregation="mean"), "aggregation")):
         with pytest.raises(ValueError, match=message):
-            hf.train_gsm8k(small_config(tiny, **changes), verifier=digits)
+            cli.train_gsm8k(small_config(tiny, **changes), verifier=digits)
 
 
 def test_command_line_no_flags_gives_the_config_defaults():
-    assert hf.parse_args([]) == hf.HFConfig()
+    assert cli.parse_args([]) == hf.HFConfig()
 
 
 def test_explicit_flags_win_over_the_preset():
-    dapo = hf.parse_args(["--preset", "dapo", "--beta", "0.01"])
+    dapo = cli.parse_args(["--preset", "dapo", "--beta", "0.01"])
     assert dapo.beta == 0.01                                  # the flag, not the preset's 0.0
     assert dapo == hf.HFConfig(**{**OPT["dapo"], "beta": 0.01})   # the rest is the preset's
     # the order on the command line does not matter, and a flag equal to the default still counts
-    assert hf.parse_args(["--beta", "0.01", "--preset", "dapo"]) == dapo
-    assert hf.parse_args(["--preset", "dapo", "--eps_high", "0.2"]).eps_high == 0.2
-    assert hf.parse_args(["--preset", "dapo", "--aggregation", "sequence"]).aggregation == "sequence"
-    assert hf.parse_args(["--preset", "dapo", "--eps_high", "none"]).eps_high is None
-    assert hf.parse_args(["--preset", "dapo", "--G", "8"]).G == 8
+    assert cli.parse_args(["--beta", "0.01", "--preset", "dapo"]) == dapo
+    assert cli.parse_args(["--preset", "dapo", "--eps_high", "0.2"]).eps_high == 0.2
+    assert cli.parse_args(["--preset", "dapo", "--aggregation", "sequence"]).aggregation == "sequence"
+    assert cli.parse_args(["--preset", "dapo", "--eps_high", "none"]).eps_high is None
+    assert cli.parse_args(["--preset", "dapo", "--G", "8"]).G == 8
 
 
 @pytest.mark.parametrize("text, value", [("true", True), ("True", True), ("1", True), ("yes", True),
                                          ("false", False), ("FALSE", False), ("0", False), ("no", False)])
 def test_booleans_parse_strictly(text, value):
-    assert hf.parse_args(["--kl_ratio", text]).kl_ratio is value
-    assert hf.parse_args(["--clip", text]).clip is value
+    assert cli.parse_args(["--kl_ratio", text]).kl_ratio is value
+    assert cli.parse_args(["--clip", text]).clip is value
 
 
 @pytest.mark.parametrize("argv", [["--kl_ratio", "ture"], ["--clip", "off"], ["--clip", ""],
                                   ["--eps_high", "nan-ish"], ["--preset", "ppo"]])
 def test_bad_flags_are_argparse_errors(argv, capsys):
     with pytest.raises(SystemExit) as e:
-        hf.parse_args(argv)
+        cli.parse_args(argv)
     assert e.value.code == 2
     assert f"argument {argv[0]}" in capsys.readouterr().err
 

@@ -54,9 +54,9 @@ def test_the_stored_jobs_are_the_ones_the_code_defines(stored):
     assert baseline["evals"]["iteration"] == [0] and not baseline["log"]["iteration"]
     assert set(stored[0]["state"]) == set(load_sft()[0].state_dict())
     assert all(v.dtype == torch.float64 for v in stored[0]["state"].values())
-    with pytest.raises(ValueError, match="stored_jobs"):
+    with pytest.raises(ValueError, match="runs must be"):
         main_runs.load_stored(main_runs.jobs()[:-1])
-    with pytest.raises(ValueError, match="stored_jobs"):
+    with pytest.raises(ValueError, match="runs must be"):
         main_runs.load_stored([replace(j, seed=j.seed + 1) for j in main_runs.jobs()])
 
 

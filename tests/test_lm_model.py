@@ -8,7 +8,8 @@ import pytest
 import torch
 
 from grpo.lm.data import make_splits
-from grpo.lm.model import GPT, GPTConfig, check_temperature, greedy, join, load, sample, save, token_logprobs
+from grpo.lm.model import (GPT, GPTConfig, check_temperature, greedy, join, load, sample, sample_plain, save,
+                           token_logprobs)
 from grpo.lm.tokenizer import Tokenizer
 
 
@@ -70,6 +71,35 @@ def test_cached_sampler_equals_uncached(model, temperature, top_p):
                   generator=torch.Generator().manual_seed(3), eos_id=1, use_cache=c) for c in (True, False)]
     assert torch.equal(out[0][0], out[1][0]) and torch.equal(out[0][2], out[1][2])
     assert torch.allclose(out[0][1], out[1][1], atol=1e-5)
+
+
+@pytest.mark.parametrize("prompt, temperature, eos_id", [([5, 6, 7, 8], 1.0, 1), ([9, 10], 0.7, 7),
+                                                     ([11, 12, 13, 14, 15, 16], 1.5, -1)])
+def test_the_plain_sampler_draws_what_the_cached_one_draws(model, prompt, temperature, eos_id):
+    """Chapter 7's plain sampler (the whole sequence through the model every step) and the KV-cached
+    fast path, from the same generator: the same tokens, one by one, and the same log-probs."""
+    cached = sample(model, [prompt], 6, 30, temperature, generator=torch.Generator().manual_seed(2),
+                    eos_id=eos_id)
+    plain = sample_plain(model, prompt, 6, 30, temperature, generator=torch.Generator().manual_seed(2),
+                         eos_id=eos_id)
+    assert torch.equal(cached[0], plain[0]) and torch.equal(cached[2], plain[2])
+    assert torch.allclose(cached[1], plain[1], atol=1e-12)
+    other = sample_plain(model, prompt, 6, 30, temperature, generator=torch.Generator().manual_seed(3),
+                         eos_id=eos_id)
+    assert not torch.equal(other[0], plain[0])          # the test can fail: another stream differs
+
+
+def test_the_plain_sampler_stops_when_every_row_has_ended(peaked):
+    widths = []                                           # token 2 is the likeliest after the prompt
+    for seed in range(8):
+        cached = sample(peaked, [[3, 5, 2]], 4, 12, 1.0, generator=torch.Generator().manual_seed(seed),
+                        eos_id=2)
+        plain = sample_plain(peaked, [3, 5, 2], 4, 12, 1.0, generator=torch.Generator().manual_seed(seed),
+                             eos_id=2)
+        assert all(torch.equal(a, b) for a, b in zip(cached[::2], plain[::2]))
+        assert (plain[0][~plain[2]] == 0).all() and (plain[1][~plain[2]] == 0).all()
+        widths.append(plain[0].shape[1])
+    assert min(widths) < 12                              # some draws ended before the budget
 
 
 def test_sampled_logprobs_equal_a_fresh_forward(model):

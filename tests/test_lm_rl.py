@@ -7,7 +7,8 @@ import torch
 
 from grpo.lm.data import make_splits
 from grpo.lm.model import GPT, GPTConfig
-from grpo.lm.rl import RunConfig, evaluate, pass_at_k, score, train_lm_grpo
+from grpo.lm.eval import evaluate, pass_at_k, score
+from grpo.lm.rl import RunConfig, train_lm_grpo
 from grpo.lm.tokenizer import Tokenizer
 from grpo.lm.train import SFTConfig, sft
 

@@ -56,9 +56,9 @@ def test_load_is_what_was_stored(tmp_path):
     models = tmp_path / "models"  # the tokenizer it reads, and where it writes the checkpoint
     models.mkdir()
     shutil.copy(MODELS_DIR / SFT_TOKENIZER, models)
-    assert sft_run.run_and_store(cfg, models_dir=models, directory=tmp_path) == tmp_path
+    assert sft_run.train_and_store(cfg, models_dir=models, directory=tmp_path) == tmp_path
     assert (models / SFT_CHECKPOINT).exists()
-    model, history = sft_run.load_stored(cfg, directory=tmp_path)
+    model, history = sft_run.load_sft_model(cfg, directory=tmp_path)
     assert history["step"] == [1, 2, 3] and len(history["eval_greedy"]) == 1
     trained, _, again = sft_run.train_model(cfg)
     assert again == history
@@ -71,6 +71,6 @@ def test_another_config_is_refused(tmp_path):
     with pytest.raises(ValueError, match="cfg must be the config stored"):
         sft_run.load_record(replace(sft_run.SFT, steps=999))
     with pytest.raises(ValueError, match="model_cfg must be the model shape"):
-        sft_run.load_record(model_cfg=GPTConfig(vocab_size=7))
+        sft_run.load_sft_model(model_cfg=GPTConfig(vocab_size=7))
     with pytest.raises(FileNotFoundError, match="sft_run"):
         sft_run.load_record(directory=tmp_path)

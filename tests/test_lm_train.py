@@ -8,7 +8,9 @@ import torch
 from grpo.lm.data import make_splits
 from grpo.lm.model import GPT, GPTConfig
 from grpo.lm.tokenizer import Tokenizer
-from grpo.lm.train import SFTConfig, completions, encode_problem, length_batches, lr_at, rewards, sft
+from grpo.lm.data import encode_problem
+from grpo.lm.eval import completions, rewards
+from grpo.lm.train import SFTConfig, length_batches, lr_at, sft
 from grpo.runstore.models import ANSWER_ONLY_CHECKPOINT, load_sft
 
 

@@ -21,9 +21,11 @@ import torch  # noqa: E402
 datasets = pytest.importorskip("datasets")
 trl = pytest.importorskip("trl")
 
-from grpo.lm.grpo import PRESETS, group_advantages, grpo_loss  # noqa: E402
-from grpo.lm import data  # noqa: E402
-from grpo.lm.hf import chat_prompt_text, tiny_causal_lm, trl_dataset, trl_reward  # noqa: E402
+from grpo.lm.grpo import PRESETS, grpo_loss  # noqa: E402
+from grpo.objectives import group_advantages  # noqa: E402
+from grpo.lm import data, verifier  # noqa: E402
+from grpo.lm.hf import chat_prompt_text, trl_dataset, trl_reward  # noqa: E402
+from hf_stand_in import tiny_causal_lm  # noqa: E402
 
 torch.set_num_threads(1)
 PROBLEMS = [{"prompt": "Question: 2 + 3 = ?\nAnswer:", "answer": "#### 5"},
@@ -213,7 +215,7 @@ def test_sequence_level_ratio_equals_trls_gspo(trainer, loss_type, options, bias
 # The verifier as TRL's reward function, and one offline TRL step
 
 def test_trl_reward_adapter_scores_text_and_conversations():
-    def stand_in(completion, answer):                 # the shape of grpo.lm.data.reward
+    def stand_in(completion, answer):                 # the shape of grpo.lm.verifier.reward
         return 1.0 if completion.strip().endswith(answer.split("####")[-1].strip()) else 0.0
 
     reward = trl_reward(stand_in)
@@ -237,7 +239,7 @@ def test_one_offline_trl_step_with_our_verifier(tiny, tmp_path):
 
     def spy(completion, answer):                          # chapter 7's verifier, watched
         calls.append((completion, answer))
-        return data.reward(completion, answer)
+        return verifier.reward(completion, answer)
 
     trainer = make_trainer(model_dir, tokenizer, tmp_path, trl_reward(spy), dataset=dataset, beta=0.04,
                            loss_type="grpo")
@@ -250,7 +252,7 @@ def test_one_offline_trl_step_with_our_verifier(tiny, tmp_path):
     assert all(answers[i] == answers[i - i % 4] for i in range(8))              # one answer per group
     assert set(answers) <= {r["answer"] for r in rows}
     assert log["rewards/gsm8k_reward/mean"] == pytest.approx(
-        sum(data.reward(c, a) for c, a in calls) / len(calls))                   # our scores, logged
+        sum(verifier.reward(c, a) for c, a in calls) / len(calls))                   # our scores, logged
 
 
 def test_one_offline_trl_step_learns_from_a_reward_with_contrast(tiny, tmp_path):

@@ -1,7 +1,7 @@
 """The verifier rejects malformed numbers instead of reading their first digits (issue 18)."""
 import pytest
 
-from grpo.lm.data import extract_answer, reward
+from grpo.lm.verifier import extract_answer, reward
 
 
 @pytest.mark.parametrize("text", ["#### 1/2", "#### 3-4", "#### 3 - 4", "#### 1,2", "#### 1,234,5",

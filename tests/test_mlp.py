@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import torch
 
+from grpo.objectives import log_softmax
 from grpo import lander
 from grpo.mlp import Adam, FlatMLP
 from grpo.surrogate import clipped_surrogate
@@ -59,7 +60,7 @@ def trained_logits(seed=0):
         for p in actor.parameters():
             p.add_(0.3 * torch.from_numpy(rng.standard_normal(p.shape).astype(np.float64)))
     logits = actor(torch.from_numpy(obs)).detach().numpy()
-    logp_old = (lander.log_softmax(logits)[np.arange(len(act)), act]
+    logp_old = (log_softmax(logits)[np.arange(len(act)), act]
                 + rng.normal(0, 0.3, len(act))).astype(np.float64)
     logp_ref = (logp_old + rng.normal(0, 0.2, len(act))).astype(np.float64)
     adv = rng.standard_normal(len(act)).astype(np.float64)

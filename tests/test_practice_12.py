@@ -10,6 +10,7 @@ import torch
 
 from grpo.experiments.ch12_practice import failure_runs as F
 from grpo.lm import addition as A
+from grpo.runstore import addition_jobs as J
 from grpo.lm.grpo import grpo_loss
 from grpo.lm.rl import train_lm_grpo
 
@@ -23,9 +24,9 @@ def test_the_stored_grids_hold_the_chapters_jobs(starts):
     _, _, start, low = starts
     assert (start, low) == (550, 190)                 # chapter 9's start, and its first level
     for name, jobs in F.grids(start, low).items():
-        stored = json.loads((F.RUNS_DIR / f"{name}.json").read_text())
+        stored = json.loads((F.RUN_FOLDER / f"{name}.json").read_text())
         assert stored["jobs"] == [repr(j) for j in jobs], name
-    stored = json.loads((F.RUNS_DIR / "aggregation.json").read_text())
+    stored = json.loads((F.RUN_FOLDER / "aggregation.json").read_text())
     assert stored["keys"]["jobs"] == [list(j) for j in F.aggregation_jobs()]
     assert [r["loss_type"] for r in stored["runs"]] == [t for t, _ in F.aggregation_jobs()]
 
@@ -37,7 +38,7 @@ def test_a_stored_job_replays_its_first_iterations(starts, name, index):
     stored = F.stored_grid(name, F.grids(start, low)[name], states)[index]["log"]
     tok = A.addition_tokenizer()
     train, val, _ = A.make_addition_splits()
-    model = A.addition_model(tok)
+    model = J.addition_model(tok)
     model.load_state_dict(states[job.start])
     log = train_lm_grpo(model, tok, train, val, replace(job.cfg, iterations=2))["log"]   # in-process
     for key in ("reward_mean", "clip_fraction", "degenerate_fraction", "kl_mean"):
@@ -45,7 +46,7 @@ def test_a_stored_job_replays_its_first_iterations(starts, name, index):
 
 
 def test_an_aggregation_run_replays_its_first_iterations(monkeypatch):
-    stored = json.loads((F.RUNS_DIR / "aggregation.json").read_text())["runs"]
+    stored = json.loads((F.RUN_FOLDER / "aggregation.json").read_text())["runs"]
     monkeypatch.setattr(F, "WORD", replace(F.WORD, iterations=2))
     monkeypatch.setattr(F, "LENGTH_PROBLEMS", 2)
     out = F._aggregation_job(("dr_grpo", 0))

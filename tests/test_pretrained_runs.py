@@ -108,7 +108,7 @@ def test_text_scores_read_a_runs_stored_texts_and_none_without_them(monkeypatch)
 
 def test_the_last_number_reading_is_the_rewards_lift_and_bad_readings_fail(monkeypatch):
     assert P.reading_lift("format_seed0", "last_number", against="format_seed1") == \
-        P.lift("format_seed0", against="format_seed1")
+        P.chain_lift("format_seed0", against="format_seed1")
     with pytest.raises(ValueError, match="reading must be one of"):
         P.reading_lift("format_seed0", "longest_number")
     real = P.load_run
@@ -153,11 +153,11 @@ def test_the_new_chain_problems_share_no_chain_with_what_their_runs_trained_on(m
 
 def test_lifts_on_new_and_seen_chains_split_the_held_out_problems():
     grpo = P.arms()["grpo"]
-    new, seen, every = (P.lift(grpo, where=w) for w in ("new", "seen", "all"))
+    new, seen, every = (P.chain_lift(grpo, where=w) for w in ("new", "seen", "all"))
     assert new.problems + seen.problems == every.problems == P.ONE_STEP
     assert new.problems == int(P.new_chain(["start", *grpo]).sum())
     weighted = (new.points * new.problems + seen.points * seen.problems) / every.problems
     assert weighted == pytest.approx(every.points)
     assert P.reading_lift(grpo, "last_number", where="new") == new
     with pytest.raises(ValueError, match="where must be one of"):
-        P.lift(grpo, where="unseen")
+        P.chain_lift(grpo, where="unseen")

@@ -1,4 +1,4 @@
-"""Chapter 9's stored job grids (grpo.experiments.ch09_addition.stored_grids): the storage is exact and keyed
+"""Chapter 9's stored job grids (grpo.runstore.addition_jobs): the storage is exact and keyed
 by the jobs, and one job of each stored file, re-run now from the same SFT start, reproduces it."""
 import json
 from dataclasses import replace
@@ -8,14 +8,13 @@ import pytest
 import torch
 
 from grpo.lm import addition as A
-from grpo.experiments.ch09_addition import stored_grids as S
-from grpo.runstore import grids
+from grpo.runstore import addition_jobs as J
 from grpo.lm.rl import RunConfig
 from grpo.lm.train import SFTConfig
 from grpo.book.results import mismatches
 
-STORED = sorted(S.RUNS_DIR.glob("*.json"))
-ENDPOINTS = sorted(S.ENDPOINTS_DIR.glob("*.json"))
+STORED = sorted(J.ADDITION_FOLDER.glob("*.json"))
+ENDPOINTS = sorted(J.ENDPOINTS_FOLDER.glob("*.json"))
 
 
 # ----------------------------------------------------------------------------- storage
@@ -27,54 +26,54 @@ def test_outputs_round_trip_bit_for_bit_without_timings():
            "sampled": rng.integers(0, 2, (13, 3)).astype(float),
            "log": {"entropy_mean": [0.1 + 0.2, 1 / 3], "sample_s": [0.5], "update_s": [0.1], "ref_s": [0.2]},
            "evals": {"greedy": [0.25]}}
-    back = S.from_json(json.loads(json.dumps(S.to_json(out))))
+    back = J.from_json(json.loads(json.dumps(J.to_json(out))))
     assert back["greedy"].dtype == out["greedy"].dtype and np.array_equal(back["greedy"], out["greedy"])
     assert back["sampled"].shape == (13, 3) and np.array_equal(back["sampled"], out["sampled"])
     assert back["log"] == {"entropy_mean": [0.1 + 0.2, 1 / 3]}           # exact floats, no timings
     with pytest.raises(ValueError, match="0/1"):
-        S.to_json({"greedy": np.array([0.5])})
+        J.to_json({"greedy": np.array([0.5])})
 
 
 def test_a_job_spec_rebuilds_the_same_job():
-    for job in (A.Job(550, replace(A.GRPO_RECIPE, lr=3e-4, seed=2), samples=4),
-                A.Job(10, replace(A.SFT_RECIPE, steps=105)), A.Job("annealed", None, 1, 256)):
-        spec = json.loads(json.dumps(S.job_spec(job)))
-        assert S.job_from_spec(spec) == job and repr(S.job_from_spec(spec)) == repr(job)
+    for job in (J.Job(550, replace(J.GRPO_RECIPE, lr=3e-4, seed=2), samples=4),
+                J.Job(10, replace(J.SFT_RECIPE, steps=105)), J.Job("annealed", None, 1, 256)):
+        spec = json.loads(json.dumps(J.job_spec(job)))
+        assert J.job_from_spec(spec) == job and repr(J.job_from_spec(spec)) == repr(job)
     with pytest.raises(ValueError, match="cfg type"):
-        S.job_from_spec({"start": 1, "cfg": {"type": "Nope"}, "samples": 1, "many_samples": 0})
+        J.job_from_spec({"start": 1, "cfg": {"type": "Nope"}, "samples": 1, "many_samples": 0})
 
 
 @pytest.fixture(scope="module")
 def tiny():
     torch.manual_seed(0)
     tok = A.addition_tokenizer()
-    starts = {0: A.addition_model(tok).state_dict()}
-    jobs = [A.Job(0, replace(A.GRPO_RECIPE, iterations=1, prompts=4, G=2, eval_every=1), samples=1),
-            A.Job(0, None, samples=1)]
+    starts = {0: J.addition_model(tok).state_dict()}
+    jobs = [J.Job(0, replace(J.GRPO_RECIPE, iterations=1, prompts=4, G=2, eval_every=1), samples=1),
+            J.Job(0, None, samples=1)]
     return tok, starts, jobs
 
 
 def test_the_first_call_runs_and_stores_a_later_one_reads(tmp_path, tiny, monkeypatch):
     tok, starts, jobs = tiny
-    first = S.stored_jobs("grid", jobs, starts, tok, workers=1, folder=tmp_path)
+    first = J.stored_jobs("grid", jobs, starts, tok, workers=1, folder=tmp_path)
     assert (tmp_path / "grid.json").is_file()
 
     def no_runs(*args, **kwargs):
         raise AssertionError("ran the jobs instead of reading them")
 
-    monkeypatch.setattr(grids, "run_jobs", no_runs)
-    again = S.stored_jobs("grid", jobs, starts, tok, workers=1, folder=tmp_path)
+    monkeypatch.setattr(J, "run_jobs", no_runs)
+    again = J.stored_jobs("grid", jobs, starts, tok, workers=1, folder=tmp_path)
     assert not mismatches(first, again, rtol=0, atol=0)
     changed = [jobs[0], replace(jobs[1], samples=2)]                   # another job: it must run
     with pytest.raises(AssertionError, match="ran the jobs"):
-        S.stored_jobs("grid", changed, starts, tok, workers=1, folder=tmp_path)
+        J.stored_jobs("grid", changed, starts, tok, workers=1, folder=tmp_path)
 
 
 @pytest.mark.parametrize("name, jobs, match", [("a/b", [], "name"), ("grid", ["not a job"], "jobs")])
 def test_bad_input_is_a_clear_error(tmp_path, tiny, name, jobs, match):
     tok, starts, _ = tiny
     with pytest.raises(ValueError, match=match):
-        S.stored_jobs(name, jobs, starts, tok, folder=tmp_path)
+        J.stored_jobs(name, jobs, starts, tok, folder=tmp_path)
 
 
 # ----------------------------------------------------------------------------- the stored files
@@ -90,7 +89,7 @@ def test_chapter_9_stores_its_nine_grids_and_its_annealed_lengths():
     assert [p.stem for p in ENDPOINTS] == ["annealed_lengths"]
     runs = ["annealed_pick", "sft_run"] + [f"{r}_seed{s}" for r in ("annealed_pick", "sft_run")
                                            for s in SFT_SEEDS]
-    assert sorted(p.name for p in S.SFT_DIR.iterdir()) == sorted(
+    assert sorted(p.name for p in J.SFT_FOLDER.iterdir()) == sorted(
         f"{r}.{ext}" for r in runs for ext in ("json", "npz"))
 
 
@@ -99,9 +98,9 @@ def test_every_stored_job_is_complete_and_rebuilds_from_its_spec(path):
     stored = json.loads(path.read_text())
     assert len(stored["jobs"]) == len(stored["specs"]) == len(stored["outputs"]) > 0
     for key, spec, out in zip(stored["jobs"], stored["specs"], stored["outputs"]):
-        job = S.job_from_spec(spec)
+        job = J.job_from_spec(spec)
         assert repr(job) == key
-        out = S.from_json(out)
+        out = J.from_json(out)
         assert out["greedy"].shape == (A.N_TEST,) and out["sampled"].shape == (A.N_TEST, job.samples)
 
 
@@ -116,7 +115,7 @@ def _replayed_jobs():
     picks = []
     for path in STORED:
         stored = json.loads(path.read_text())
-        jobs = [S.job_from_spec(s) for s in stored["specs"]]
+        jobs = [J.job_from_spec(s) for s in stored["specs"]]
         if path.stem in START_ONLY:
             assert jobs[0].cfg is None, path.stem
             picks.append((path.stem, 0, jobs[0], stored["outputs"][0]))
@@ -135,15 +134,15 @@ def replays():
     """From the stored SFT run's starts (re-training them would not be portable: see
     ``stored_sft_run``; the next tests check the stored run against the code)."""
     picks = _replayed_jobs()
-    _, _, starts = S.load_sft_run("sft_run")
+    _, _, starts = J.load_sft_run("sft_run")
     for s in SFT_SEEDS:                       # the named starts of the further SFT runs
-        _, _, snapshot = S.load_sft_run(f"sft_run_seed{s}")
+        _, _, snapshot = J.load_sft_run(f"sft_run_seed{s}")
         starts[f"snapshot, SFT seed {s}"] = snapshot[min(snapshot)]
-        _, _, annealed = S.load_sft_run(f"annealed_pick_seed{s}")
+        _, _, annealed = J.load_sft_run(f"annealed_pick_seed{s}")
         starts[f"annealed, SFT seed {s}"] = annealed[max(annealed)]
     tok = A.addition_tokenizer()
-    now = A.run_jobs([job for _, _, job, _ in picks], starts, tok)
-    return [(f"{name}[{i}]", S.from_json(stored), S.from_json(S.to_json(out)))
+    now = J.run_jobs([job for _, _, job, _ in picks], starts, tok)
+    return [(f"{name}[{i}]", J.from_json(stored), J.from_json(J.to_json(out)))
             for (name, i, _, stored), out in zip(picks, now)]
 
 
@@ -154,8 +153,8 @@ def test_one_job_of_each_stored_file_reproduces(replays):
 
 
 def _outputs(name):
-    stored = json.loads((S.RUNS_DIR / f"{name}.json").read_text())
-    return [S.job_from_spec(s) for s in stored["specs"]], [S.from_json(o) for o in stored["outputs"]]
+    stored = json.loads((J.ADDITION_FOLDER / f"{name}.json").read_text())
+    return [J.job_from_spec(s) for s in stored["specs"]], [J.from_json(o) for o in stored["outputs"]]
 
 
 def test_the_pass_at_k_runs_are_the_main_runs():
@@ -176,13 +175,13 @@ def test_the_pass_at_k_runs_are_the_main_runs():
 def test_the_stored_sft_run_is_what_the_code_trains():
     """Its first steps re-run now give the stored losses, and its earliest kept start (before the
     run turns chaotic, near step 250) is the stored weights to 1e-12."""
-    keys, history, states = S.load_sft_run("sft_run")
-    cfg = replace(A.SFT_RECIPE, eval_every=10)
+    keys, history, states = J.load_sft_run("sft_run")
+    cfg = replace(J.SFT_RECIPE, eval_every=10)
     assert keys == {"config": repr(cfg), "seed": 0, "levels": [0.03, 0.1, 0.2, 0.36, 0.5, 0.7,
                                                                 0.85, 0.95]}
     first = min(states)
     assert first <= 200 and history["eval_step"][-1] == cfg.steps == history["step"][-1]
-    _, _, now = A.train_sft(cfg=replace(cfg, steps=first, eval_every=first))
+    _, _, now = J.train_sft(cfg=replace(cfg, steps=first, eval_every=first))
     assert not mismatches(history["loss"][:first], now["loss"])
     for k, v in now["states"][-1].items():
         np.testing.assert_allclose(v.numpy(), states[first][k].numpy(), rtol=0, atol=1e-12)
@@ -190,20 +189,20 @@ def test_the_stored_sft_run_is_what_the_code_trains():
 
 def test_a_stored_sft_run_is_read_and_a_changed_one_trains(tmp_path, tiny, monkeypatch):
     tok, _, _ = tiny
-    cfg = replace(A.SFT_RECIPE, steps=4, eval_every=2, eval_problems=8)
-    history, states = S.stored_sft_run("tiny", cfg, (0.0,), tok, folder=tmp_path)
+    cfg = replace(J.SFT_RECIPE, steps=4, eval_every=2, eval_problems=8)
+    history, states = J.stored_sft_run("tiny", cfg, (0.0,), tok, folder=tmp_path)
     assert sorted(states) == [2, 4] and len(history["loss"]) == 4
 
     def no_runs(*args, **kwargs):
         raise AssertionError("trained instead of reading")
 
-    monkeypatch.setattr(A, "train_sft", no_runs)
-    again, states_again = S.stored_sft_run("tiny", cfg, (0.0,), tok, folder=tmp_path)
+    monkeypatch.setattr(J, "train_sft", no_runs)
+    again, states_again = J.stored_sft_run("tiny", cfg, (0.0,), tok, folder=tmp_path)
     assert again == history and all(torch.equal(states[2][k], states_again[2][k]) for k in states[2])
     with pytest.raises(AssertionError, match="trained instead"):
-        S.stored_sft_run("tiny", replace(cfg, lr=2e-3), (0.0,), tok, folder=tmp_path)
+        J.stored_sft_run("tiny", replace(cfg, lr=2e-3), (0.0,), tok, folder=tmp_path)
     with pytest.raises(ValueError, match="SFTConfig"):
-        S.stored_sft_run("tiny", None, (), tok, folder=tmp_path)
+        J.stored_sft_run("tiny", None, (), tok, folder=tmp_path)
 
 
 # ----------------------------------------------------------------------------- SFT endpoints
@@ -211,21 +210,21 @@ def test_a_stored_sft_run_is_read_and_a_changed_one_trains(tmp_path, tiny, monke
 
 def test_endpoints_are_stored_then_read_and_a_changed_config_runs(tmp_path, tiny, monkeypatch):
     tok, _, _ = tiny
-    cfgs = [replace(A.SFT_RECIPE, steps=n, eval_every=n, eval_problems=8) for n in (2, 3)]
-    first = S.stored_endpoints("lengths", cfgs, tok, workers=1, folder=tmp_path)
+    cfgs = [replace(J.SFT_RECIPE, steps=n, eval_every=n, eval_problems=8) for n in (2, 3)]
+    first = J.stored_endpoints("lengths", cfgs, tok, workers=1, folder=tmp_path)
     assert [e["steps"] for e in first] == [2, 3] and all(0 <= e["val_greedy"] <= 1 for e in first)
 
     def no_runs(*args, **kwargs):
         raise AssertionError("ran the SFT runs instead of reading them")
 
-    monkeypatch.setattr(grids, "sft_endpoints", no_runs)
-    assert S.stored_endpoints("lengths", cfgs, tok, workers=1, folder=tmp_path) == first
+    monkeypatch.setattr(J, "sft_endpoints", no_runs)
+    assert J.stored_endpoints("lengths", cfgs, tok, workers=1, folder=tmp_path) == first
     with pytest.raises(AssertionError, match="ran the SFT"):
-        S.stored_endpoints("lengths", cfgs[:1], tok, workers=1, folder=tmp_path)
+        J.stored_endpoints("lengths", cfgs[:1], tok, workers=1, folder=tmp_path)
     with pytest.raises(ValueError, match="SFTConfig"):
-        S.stored_endpoints("lengths", [], tok, folder=tmp_path)
+        J.stored_endpoints("lengths", [], tok, folder=tmp_path)
     with pytest.raises(ValueError, match="SFTConfig"):
-        S.config_from_spec(S.job_spec(A.Job(0, A.GRPO_RECIPE))["cfg"])
+        J.config_from_spec(J.job_spec(J.Job(0, J.GRPO_RECIPE))["cfg"])
 
 
 @pytest.mark.parametrize("path", ENDPOINTS, ids=[p.stem for p in ENDPOINTS])
@@ -234,9 +233,9 @@ def test_the_shortest_stored_sft_length_reproduces(path):
     (chapter 9 itself re-trains the length it picks)."""
     stored = json.loads(path.read_text())
     shortest = min(range(len(stored["endpoints"])), key=lambda i: stored["endpoints"][i]["steps"])
-    cfg = S.config_from_spec(stored["specs"][shortest])
+    cfg = J.config_from_spec(stored["specs"][shortest])
     assert repr(cfg) == stored["keys"]["configs"][shortest]
-    (now,) = A.sft_endpoints([cfg], A.addition_tokenizer(), seed=stored["keys"]["seed"], workers=1)
+    (now,) = J.sft_endpoints([cfg], A.addition_tokenizer(), seed=stored["keys"]["seed"], workers=1)
     assert now["val_greedy"] == stored["endpoints"][shortest]["val_greedy"]
 
 
@@ -252,21 +251,21 @@ def test_a_changed_grid_goes_to_scratch_never_over_a_stored_run(tmp_path, tiny, 
     monkeypatch.delenv(runstore.STORE_ENV, raising=False)
     folder = runs / "09_addition"
     monkeypatch.setenv(runstore.STORE_ENV, "1")              # a maintainer stores the grid
-    S.stored_jobs("grid", jobs, starts, tok, workers=1, folder=folder)
+    J.stored_jobs("grid", jobs, starts, tok, workers=1, folder=folder)
     monkeypatch.delenv(runstore.STORE_ENV)
     stored = (folder / "grid.json").read_bytes()
     calls = []
-    real = grids.run_jobs
-    monkeypatch.setattr(grids, "run_jobs", lambda *a, **k: calls.append(1) or real(*a, **k))
+    real = J.run_jobs
+    monkeypatch.setattr(J, "run_jobs", lambda *a, **k: calls.append(1) or real(*a, **k))
     edited = [jobs[0], replace(jobs[1], samples=2)]          # the reader's edit
-    S.stored_jobs("grid", edited, starts, tok, workers=1, folder=folder)
+    J.stored_jobs("grid", edited, starts, tok, workers=1, folder=folder)
     assert calls == [1] and (folder / "grid.json").read_bytes() == stored
     assert (scratch / "runs" / "09_addition" / "grid.json").is_file()
-    S.stored_jobs("grid", edited, starts, tok, workers=1, folder=folder)  # read from scratch
+    J.stored_jobs("grid", edited, starts, tok, workers=1, folder=folder)  # read from scratch
     assert calls == [1]
-    S.stored_jobs("grid", jobs, starts, tok, workers=1, folder=folder)    # the stored one again
+    J.stored_jobs("grid", jobs, starts, tok, workers=1, folder=folder)    # the stored one again
     assert calls == [1] and (folder / "grid.json").read_bytes() == stored
-    S.stored_jobs("grid", jobs, starts, tok, workers=1, folder=folder, retrain=True)  # the switch
+    J.stored_jobs("grid", jobs, starts, tok, workers=1, folder=folder, retrain=True)  # the switch
     assert calls == [1, 1] and (folder / "grid.json").read_bytes() == stored
     with pytest.raises(ValueError, match="retrain"):
-        S.stored_jobs("grid", jobs, starts, tok, workers=1, folder=folder, retrain="yes")
+        J.stored_jobs("grid", jobs, starts, tok, workers=1, folder=folder, retrain="yes")

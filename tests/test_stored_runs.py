@@ -12,7 +12,7 @@ from grpo.lm.data import PROTOCOL, step_count
 from grpo.book.results import RTOL, mismatches
 from grpo.runstore import bits, unbits
 
-STORED = sorted(p.stem for p in runs.RUNS_DIR.glob("*.json"))
+STORED = sorted(p.stem for p in runs.RUN_FOLDER.glob("*.json"))
 REPLAYED = [n for n in STORED if runs.RUNS[n].kind != "evaluate"]
 
 
@@ -83,7 +83,7 @@ def test_a_changed_log_fails_the_replay(tmp_path, monkeypatch):
     run = runs.load_run(name)
     run["log"]["entropy_mean"][0] *= 1 + 100 * RTOL
     (tmp_path / f"{name}.json").write_text(json.dumps(run))
-    monkeypatch.setattr(runs, "RUNS_DIR", tmp_path)
+    monkeypatch.setattr(runs, "RUN_FOLDER", tmp_path)
     stored, now = runs.replay(name, n=1)
     assert [m for m in mismatches(stored, now) if m.startswith("entropy_mean[0]")]
 
@@ -104,7 +104,7 @@ def test_bits_round_trip():
 
 
 def test_missing_run_and_bad_names_are_clear(monkeypatch, tmp_path):
-    monkeypatch.setattr(runs, "RUNS_DIR", tmp_path)
+    monkeypatch.setattr(runs, "RUN_FOLDER", tmp_path)
     with pytest.raises(FileNotFoundError, match=f"python -m {runs.MODULE} start"):
         runs.load_run("start")
     with pytest.raises(SystemExit):

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 import torch
 
-from grpo.toy.algos import clip_mask
+from grpo.objectives import clip_mask
 from grpo.surrogate import clipped_surrogate
 
 

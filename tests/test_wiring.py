@@ -39,7 +39,7 @@ def toy_reference(seed, c):
 
 
 def test_one_toy_grpo_update_is_the_autograd_reference(monkeypatch):
-    c = replace(algos.GRPOConfig(), updates=1, eval_every=1)
+    c = replace(algos.ToyGRPOConfig(), updates=1, eval_every=1)
     want = toy_reference(3, c)
     assert np.abs(algos.train_grpo(3, c).W - want).max() < 1e-12
     assert np.abs(want).max() > 1e-3                                   # the update moved W

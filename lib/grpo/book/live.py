@@ -40,7 +40,7 @@ DEFAULT_CHOICES = {
     "PPO": {"adv_norm": [False, True]},
     "GRPO": {"averaging": list(algos.AVERAGING)},
 }
-CONFIGS = {"REINFORCE": algos.ReinforceConfig, "PPO": algos.PPOConfig, "GRPO": algos.GRPOConfig}
+CONFIGS = {"REINFORCE": algos.ReinforceConfig, "PPO": algos.PPOConfig, "GRPO": algos.ToyGRPOConfig}
 
 
 def _check_algo(algo):

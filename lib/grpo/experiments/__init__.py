@@ -12,9 +12,13 @@ the library imports an experiment (``tests/test_layout.py``).
                         published_scale (the published 5 x 2M env steps, not stored)
     ch07_small_lm       sft_run (the worked-solution model), answer_only (its control)
     ch08_grpo_math      main_runs (GRPO two seeds, the continued-SFT control, the start)
-    ch09_addition       stored_grids (the grids of short jobs, the SFT run and its endpoints)
+    ch09_addition       grids (the chapter's grids of short jobs; the jobs, the SFT run they start
+                        from and their storage are the run store's, ``grpo.runstore.addition_jobs``,
+                        shared with chapter 12)
     ch10_word_problems  long_runs (the lr sweep, its variants, expert iteration, practice, plateau)
     ch11_pretrained     smollm2_runs (GRPO and its controls on SmolLM2-135M), trl_launch (the same
                         recipe through TRL's GRPOTrainer, from trl_launch.yaml)
     ch12_practice       failure_runs (the failures' addition grids and the loss-aggregation runs)
+    hf_cli              not a chapter's: ``grpo.lm.hf.train_hf_grpo`` on GSM8K from the command
+                        line (the library has none), storing nothing
 """

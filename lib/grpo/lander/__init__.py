@@ -8,9 +8,10 @@ with GAE; GRPO is PPO minus the critic.
 Modules (everything is re-exported here, so ``from grpo import lander; lander.train(...)`` works):
     env         the environment, the networks, rollouts (``play_episodes``, ``StepCollector``),
                 episode outcomes, held-out evaluation (``Evaluator``) and ``fly`` for animations
-    objectives  outcome and process advantages, the controls' baselines, GAE, ``lander_grpo_loss``
+    losses      outcome and process advantages, the controls' baselines, GAE, ``lander_grpo_loss``
                 and the closed-form gradients ``grpo_loss_grad`` / ``ppo_loss_grad``
-    trainers    the configs, ``RunSpec``, ``train_actor_critic``, ``train_lander_grpo`` (plain GRPO;
+    trainers    the configs, ``RunSpec``, ``train_actor_critic`` (``PPODiagnostics`` attaches
+                SB3's diagnostics and the gradient probe), ``train_lander_grpo`` (plain GRPO;
                 ``GRPOControls`` attaches the controls' baselines and the diagnostics), ``train``,
                 ``run_lander_specs``
     report      ``summarize``: one algorithm's per-seed runs as a registry entry
@@ -20,21 +21,21 @@ Modules (everything is re-exported here, so ``from grpo import lander; lander.tr
 from .env import (ENV_ID, MAIN_ENGINE, N_ACTIONS, NO_ENGINE, OBS_DIM, SLEEP_STEPS, SOLVED,
                   TEST_SEED0, TIME_LIMIT, TRAIN_SEEDS, VAL_SEED0, MLP, Episodes, Evaluator,
                   LanderSteps, StepCollector, check_obs, entropy_of, episode_outcomes, fly,
-                  load_actor, log_softmax, make_actor, make_critic, make_env, make_envs, mlp,
+                  load_actor, make_actor, make_critic, make_env, make_envs, mlp,
                   play_episodes, play_groups, policy_logits, sample_actions, sleep_gate, start_obs,
                   visited_state_entropy)
-from .objectives import (GROUP_EPS, GRPOLossGrad, baseline_advantages, ended_at_terminal,
-                         episode_gae, explained_variance, gae, grpo_loss_grad, lander_grpo_loss,
-                         normalize_advantages, outcome_advantages, ppo_loss_grad,
-                         process_advantages, ratio_stats, returns_to_go, step_weights,
-                         surrogate_slope, time_baseline)
+from .losses import (GROUP_EPS, GRPOLossGrad, PPOLossGrad, baseline_advantages, ended_at_terminal,
+                     episode_gae, explained_variance, gae, grpo_loss_grad, lander_grpo_loss,
+                     normalize_advantages, outcome_advantages, ppo_loss_grad, process_advantages,
+                     ratio_stats, returns_to_go, step_weights, surrogate_slope, time_baseline)
 from .report import summarize
 from .trainers import (A2C_CONFIG, ALGOS, DEFAULT_CONFIGS, DIAGNOSTICS, ActorCriticConfig,
                        GroupBatch, LanderGRPOConfig, GRPOControls, LEARNED_BASELINES,
-                       PPO_DIAGNOSTICS, RunSpec, critic_inputs, lander_critic_values,
+                       PPO_DIAGNOSTICS, PPODiagnostics, RolloutBatch, RunSpec, critic_inputs,
+                       lander_critic_values, rollout_batch,
                        episode_advantages, gae_targets, gradient_agreement, group_batch,
                        log_diagnostics, minibatches, run_lander_specs, train, train_actor_critic,
                        train_lander_grpo)
 
 __all__ = [name for name in dir() if not name.startswith("__")
-           and name not in ("env", "objectives", "report", "trainers")]
+           and name not in ("env", "losses", "report", "trainers")]

@@ -26,6 +26,7 @@ from torch.nn import functional as F
 
 from .. import checks
 from ..objectives import log_softmax
+from ..seeding import seeded_generator
 
 DTYPE = torch.float64          # the networks' precision (see the module docstring)
 
@@ -83,12 +84,12 @@ def mlp(n_out: int, out_gain: float, generator: torch.Generator,
 def make_actor(seed: int) -> nn.Sequential:
     """The policy: 4 action logits (4,996 parameters);
     small last layer, so it starts near uniform."""
-    return mlp(N_ACTIONS, 0.01, torch.Generator().manual_seed(seed))
+    return mlp(N_ACTIONS, 0.01, seeded_generator(seed))
 
 
 def make_critic(seed: int, n_in: int = OBS_DIM) -> nn.Sequential:
     """PPO's and A2C's value function V(s), 8 -> 64 -> 64 -> 1 (``n_in`` 9: V(s, t), with time)."""
-    return mlp(1, 1.0, torch.Generator().manual_seed(seed + 10_000), n_in)
+    return mlp(1, 1.0, seeded_generator(seed + 10_000), n_in)
 
 
 def check_obs(obs) -> np.ndarray:

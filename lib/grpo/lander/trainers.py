@@ -22,10 +22,10 @@ from ..pool import parallel_map
 from .env import (OBS_DIM, TEST_SEED0, TIME_LIMIT, VAL_SEED0, Evaluator, StepCollector,
                   entropy_of, episode_outcomes, make_actor, make_critic, make_envs,
                   play_groups, policy_logits, sleep_gate, start_obs, visited_state_entropy)
-from .objectives import (GROUP_EPS, GRPOLossGrad, baseline_advantages, ended_at_terminal,
-                         episode_gae, explained_variance, gae, grpo_loss_grad,
-                         normalize_advantages, ppo_loss_grad, process_advantages, ratio_stats,
-                         returns_to_go, step_weights, time_baseline)
+from .losses import (GROUP_EPS, GRPOLossGrad, PPOLossGrad, baseline_advantages, ended_at_terminal,
+                     episode_gae, explained_variance, gae, grpo_loss_grad, normalize_advantages,
+                     ppo_loss_grad, process_advantages, ratio_stats, returns_to_go, step_weights,
+                     time_baseline)
 
 ALGOS = ("ppo", "a2c", "grpo", "grpo_process", "grpo_value", "grpo_time", "grpo_value_time",
          "grpo_gae")
@@ -280,61 +280,99 @@ class _Tracker:
                                                        and det[-1] >= stop)
 
 
+class RolloutBatch(NamedTuple):
+    """One actor-critic rollout, flattened over its steps: what its minibatches slice."""
+    obs: np.ndarray          # (T*N, OBS_DIM)
+    act: np.ndarray          # (T*N,)
+    adv: np.ndarray          # GAE(gamma, lam) advantages
+    ret: np.ndarray          # the critic's targets, advantage + V(s)
+    logp_old: np.ndarray     # log pi_old(a|s), fixed for the update
+    logits_old: np.ndarray   # pi_old's logits (the diagnostics' entropy)
+    values: np.ndarray       # the critic's V(s) before the update (the explained variance)
+
+
+def rollout_batch(s, pi, vf, gamma: float, lam: float) -> RolloutBatch:
+    """The batch of one rollout ``s`` (``StepCollector.collect``): GAE from the critic ``vf``
+    (``gae_targets``), flattened, and log pi_old from the actor ``pi`` once."""
+    values, adv, ret = gae_targets(s, vf, gamma, lam)
+    obs, act = s.obs.reshape(-1, OBS_DIM), s.actions.reshape(-1)
+    logits_old = pi.forward(obs)
+    return RolloutBatch(obs, act, adv.reshape(-1), ret.reshape(-1),
+                        action_logprobs(logits_old, act), logits_old, values.reshape(-1))
+
+
+class PPODiagnostics:
+    """What chapter 6 logs about PPO and A2C, attached from outside the loop
+    ``train_actor_critic`` prints (it only watches): per minibatch step, the clip fraction and
+    Stable-Baselines3's ratio statistics; per rollout, SB3's diagnostics (``PPO_DIAGNOSTICS``: the
+    clip fraction and approx-KL to pi_old over its steps, the critic's explained variance, the
+    policy's entropy) and, with ``cfg.measure_gradients``, the first epoch's minibatch-gradient
+    agreement (``gradient_agreement``)."""
+
+    def __init__(self, cfg: ActorCriticConfig):
+        self.cfg, self.clip_fracs, self.iterations = cfg, [], 0
+        self.agreement = {"env_steps": [], "grad_cosine": [], "grad_snr": []}
+        self.diag = {k: [] for k in PPO_DIAGNOSTICS}
+        self.grads, self.ratios = [], []
+
+    def minibatch(self, epoch: int, mb, logits, batch: RolloutBatch, pi, loss: PPOLossGrad):
+        """After the backward passes on minibatch ``mb`` of ``batch``, before the step."""
+        self.ratios.append(ratio_stats(logits, batch.act[mb], batch.logp_old[mb], self.cfg.clip))
+        if self.cfg.measure_gradients and epoch == 0:
+            self.grads.append(pi.grad.copy())
+        self.clip_fracs.append(float(loss.clipped.mean()))
+
+    def end_iteration(self, steps: int, batch: RolloutBatch) -> None:
+        if len(self.grads) >= 2:
+            agree = gradient_agreement(self.grads)
+            for k, v in (("env_steps", steps), ("grad_cosine", agree["cosine"]),
+                         ("grad_snr", agree["snr"])):
+                self.agreement[k].append(v)
+        study_clip, approx_kl = np.mean(self.ratios, axis=0)
+        for k, v in (("env_steps", steps), ("clip_fraction_study", study_clip),
+                     ("approx_kl", approx_kl),
+                     ("explained_variance", explained_variance(batch.values, batch.ret)),
+                     ("entropy", float(entropy_of(batch.logits_old).mean()))):
+            self.diag[k].append(float(v))
+        self.grads, self.ratios, self.iterations = [], [], self.iterations + 1
+
+    def summary(self) -> dict:
+        return {"clip_fraction_median": float(np.median(self.clip_fracs)),
+                "iterations": self.iterations, "adam_steps": len(self.clip_fracs),
+                "gradient_agreement": self.agreement, "diagnostics": self.diag,
+                **{f"{k}_median": float(np.nanmedian(self.diag[k])) for k in PPO_DIAGNOSTICS[1:]}}
+
+
 def train_actor_critic(spec: RunSpec, progress=None) -> dict:
     """PPO (and A2C with A2C_CONFIG): rollouts of n_envs x n_steps, GAE, clipped update with a
-    critic."""
+    critic. The diagnostics attach through ``PPODiagnostics``."""
     cfg = spec.resolved_config()
     rng = np.random.default_rng(spec.seed)
-    actor, critic = make_actor(spec.seed), make_critic(spec.seed)
-    pi, vf = FlatMLP(actor), FlatMLP(critic)    # NumPy forward/backward on the modules' own weights
+    actor = make_actor(spec.seed)
+    pi, vf = FlatMLP(actor), FlatMLP(make_critic(spec.seed))   # NumPy on the modules' weights
     opt = Adam([pi, vf], lr=cfg.lr, eps=cfg.adam_eps, max_grad_norm=cfg.max_grad_norm)
     collector, track = StepCollector(cfg.n_envs, rng), _Tracker(spec, progress)
-    clip_fracs, iterations, agreement = [], 0, {"env_steps": [], "grad_cosine": [], "grad_snr": []}
-    diag = {k: [] for k in PPO_DIAGNOSTICS}    # what SB3 logs, to set beside the study's figures
+    diagnostics = PPODiagnostics(cfg)
     while not track.done:
         track.maybe_evaluate(actor, vf)
-        # 1. rollout with the current policy (it is pi_old for this update), and GAE from the critic
+        # 1. rollout with the current policy (it is pi_old for this update)
         s = collector.collect(actor, cfg.n_steps)
         track.add(s.rewards.size, s.episode_returns)
-        T, N = s.actions.shape
-        values, adv, ret = gae_targets(s, vf, cfg.gamma, cfg.lam)
-        # 2. flatten; log pi_old computed once
-        b_obs, b_act = s.obs.reshape(-1, OBS_DIM), s.actions.reshape(-1)
-        b_adv, b_ret = adv.reshape(-1), ret.reshape(-1)
-        logits_old = pi.forward(b_obs)
-        b_logp_old = action_logprobs(logits_old, b_act)
+        # 2. GAE from the critic, flattened; log pi_old computed once
+        b = rollout_batch(s, pi, vf, cfg.gamma, cfg.lam)
         # 3. K epochs of minibatch steps on the clipped surrogate + value loss - entropy bonus
-        grads, ratios = [], []
-        for epoch, mb in minibatches(rng, T * N, cfg.epochs, cfg.minibatch):
-            a = normalize_advantages(b_adv[mb]) if cfg.normalize_adv else b_adv[mb]   # as SB3
-            logits = pi.forward(b_obs[mb])
-            ratios.append(ratio_stats(logits, b_act[mb], b_logp_old[mb], cfg.clip))
-            d_logits, clipped = ppo_loss_grad(logits, b_act[mb], b_logp_old[mb], a, cfg.clip,
-                                              cfg.ent_coef)
-            pi.backward(d_logits)
-            v = vf.forward(b_obs[mb])[:, 0]        # + vf_coef * mean((V - target)^2)
-            vf.backward((2 * cfg.vf_coef / len(mb) * (v - b_ret[mb]))[:, None])
-            if cfg.measure_gradients and epoch == 0:
-                grads.append(pi.grad.copy())
+        for epoch, mb in minibatches(rng, len(b.act), cfg.epochs, cfg.minibatch):
+            a = normalize_advantages(b.adv[mb]) if cfg.normalize_adv else b.adv[mb]   # as SB3
+            logits = pi.forward(b.obs[mb])
+            loss = ppo_loss_grad(logits, b.act[mb], b.logp_old[mb], a, cfg.clip, cfg.ent_coef)
+            pi.backward(loss.d_logits)
+            v = vf.forward(b.obs[mb])[:, 0]        # + vf_coef * mean((V - target)^2)
+            vf.backward((2 * cfg.vf_coef / len(mb) * (v - b.ret[mb]))[:, None])
+            diagnostics.minibatch(epoch, mb, logits, b, pi, loss)
             opt.step()                             # joint gradient-norm clip, then Adam
-            clip_fracs.append(float(clipped.mean()))
-        if len(grads) >= 2:
-            agree = gradient_agreement(grads)
-            for k, v in (("env_steps", track.steps), ("grad_cosine", agree["cosine"]),
-                         ("grad_snr", agree["snr"])):
-                agreement[k].append(v)
-        study_clip, approx_kl = np.mean(ratios, axis=0)
-        for k, v in (("env_steps", track.steps), ("clip_fraction_study", study_clip),
-                     ("approx_kl", approx_kl),
-                     ("explained_variance", explained_variance(values.ravel(), ret.ravel())),
-                     ("entropy", float(entropy_of(logits_old).mean()))):
-            diag[k].append(float(v))
-        iterations += 1
+        diagnostics.end_iteration(track.steps, b)
     track.maybe_evaluate(actor, vf, force=True)
-    return _finish(spec, cfg, actor, track, {
-        "clip_fraction_median": float(np.median(clip_fracs)), "iterations": iterations,
-        "adam_steps": len(clip_fracs), "gradient_agreement": agreement, "diagnostics": diag,
-        **{f"{k}_median": float(np.nanmedian(diag[k])) for k in PPO_DIAGNOSTICS[1:]}})
+    return _finish(spec, cfg, actor, track, diagnostics.summary())
 
 
 def gae_targets(s, vf, gamma: float, lam: float):

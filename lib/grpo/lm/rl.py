@@ -6,8 +6,9 @@
     -> score them with the verifier -> read the frozen reference's log-probs (when beta > 0)
     -> ``grpo.lm.grpo.grpo_update`` (K steps of ``grpo_loss``) -> log -> evaluate now and then.
 
-Every choice is a field of ``RunConfig``, so an ablation is a one-field change. Evaluation lives in
-``grpo.lm.eval`` (``evaluate``, ``outcomes``, ``pass_at_k``, ``score``; re-exported here).
+Every choice is a field of ``RunConfig``, so an ablation is a one-field change; how a batch is drawn
+(the random reward, DAPO's dynamic sampling) is ``GroupDraws``', outside the loop. Evaluation lives
+in ``grpo.lm.eval``.
 Runs that start from chapter 7's stored checkpoint, in parallel worker processes, are
 ``grpo.runstore.models.run_lm_configs``.
 """
@@ -18,6 +19,7 @@ import math
 import random
 import time
 from dataclasses import asdict, dataclass
+from functools import partial
 from typing import NamedTuple
 
 import numpy as np
@@ -25,12 +27,13 @@ import torch
 import torch.nn.functional as F
 
 from grpo import checks
+from grpo.seeding import seeded_generator
 
-from .data import PROTOCOL, encode_problem, reference_answer, reward, strict_reward
-from .eval import completions, evaluate, outcomes, pass_at_k, rewards, score  # noqa: F401  (re-exported)
+from .data import PROTOCOL, encode_problem
+from .eval import completions, evaluate, outcomes, rewards, score
 from .grpo import LossOptions, dynamic_sampling, grpo_update
 from .model import DTYPE, completion_logprobs, sample
-from .verifier import random_rewards
+from .verifier import random_rewards, reference_answer, reward, strict_reward
 from .train import SFTConfig, check_betas, length_batches, sft, sft_loss
 
 
@@ -91,12 +94,13 @@ class RunConfig(LossOptions):
 
 
 # Adam's (beta1, beta2) here: beta2 0.99 rather than PyTorch's 0.999, so the second-moment estimate
-# forgets within ~100 steps, the length of these runs. The Hugging Face path keeps TRL's defaults.
+# forgets within ~100 steps, the length of these runs. The Hugging Face path keeps PyTorch's.
 ADAM_BETAS = (0.9, 0.99)
 
 
-def _check_config(cfg: RunConfig, train=None, test=None) -> None:
-    """The data a run needs, before any compute (the config checked itself at construction)."""
+def _check_config(cfg: RunConfig, train=None, test=None):
+    """The data a run needs, before any compute (the config checked itself at construction);
+    returns the training problems it practises on (the first ``cfg.train_pool``, or all)."""
     if train is not None and len(train[:cfg.train_pool or None]) < cfg.prompts:
         raise ValueError(f"{len(train[:cfg.train_pool or None])} training problems cannot fill a "
                          f"batch of prompts = {cfg.prompts}")
@@ -106,6 +110,7 @@ def _check_config(cfg: RunConfig, train=None, test=None) -> None:
     for problems in (train, test):
         for p in problems or ():
             reference_answer(p["answer"])
+    return train[:cfg.train_pool] if cfg.train_pool and train is not None else train
 
 
 LOG_KEYS = ("iteration", "reward_mean", "verifier_reward_mean", "degenerate_fraction",
@@ -153,16 +158,24 @@ def sample_groups(policy, tok, problems, cfg: RunConfig, generator,
             for i, s in enumerate(rows)]
 
 
-def _stack(groups: list[Group]):
-    """One batch from groups of possibly different widths: prompts, then (B*G, L) tokens, logp_old
-    and mask (padded to the widest), and (B, G) rewards."""
+class Batch(NamedTuple):
+    """One iteration's groups as one batch: what the reference and the update read."""
+    prompts: list                      # B prompts' token ids
+    tokens: torch.Tensor               # (B*G, L) completions, padded to the widest group
+    logp_old: torch.Tensor             # (B*G, L) the sampler's log-probs
+    mask: torch.Tensor                 # (B*G, L) True on completion tokens
+    rewards: torch.Tensor              # (B, G)
+
+
+def stack_groups(groups: list[Group]) -> Batch:
+    """One batch from groups of possibly different widths, padded to the widest."""
     L = max(g.tokens.shape[1] for g in groups)
     pad = [(0, L - g.tokens.shape[1]) for g in groups]
-    return ([g.prompt for g in groups],
-            torch.cat([F.pad(g.tokens, w) for g, w in zip(groups, pad)]),
-            torch.cat([F.pad(g.logp_old, w) for g, w in zip(groups, pad)]),
-            torch.cat([F.pad(g.mask, w) for g, w in zip(groups, pad)]),
-            torch.stack([g.rewards for g in groups]))
+    return Batch([g.prompt for g in groups],
+                 torch.cat([F.pad(g.tokens, w) for g, w in zip(groups, pad)]),
+                 torch.cat([F.pad(g.logp_old, w) for g, w in zip(groups, pad)]),
+                 torch.cat([F.pad(g.mask, w) for g, w in zip(groups, pad)]),
+                 torch.stack([g.rewards for g in groups]))
 
 
 def _degenerate(groups: list[Group]) -> float:
@@ -170,72 +183,90 @@ def _degenerate(groups: list[Group]) -> float:
     return float(np.mean([bool((g.rewards == g.rewards[0]).all()) for g in groups]))
 
 
+class GroupDraws:
+    """How ``train_lm_grpo`` draws each iteration's batch, attached from outside the loop it
+    prints: the run's seeded streams (the prompts, the sampler's draws, the random reward's
+    coins), DAPO's dynamic sampling (``cfg.dynamic_sampling``: draw again until ``cfg.prompts``
+    groups have rewards that differ; with none after ``dynamic_sampling``'s last draw, that draw
+    is the batch), and what the log keeps of every draw: the share of degenerate groups and the
+    verifier's mean."""
+
+    def __init__(self, policy, tok, train: list[dict], cfg: RunConfig):
+        self.policy, self.tok, self.train, self.cfg = policy, tok, train, cfg
+        self.rng, self.gen = random.Random(cfg.seed), seeded_generator(cfg.seed)
+        self.coins = random.Random(cfg.seed + 1_000_003)      # the random reward's own stream
+        self.drawn: list[list[Group]] = []
+
+    def _draw(self):
+        problems = self.rng.sample(self.train, self.cfg.prompts)
+        self.drawn.append(sample_groups(self.policy, self.tok, problems, self.cfg, self.gen,
+                                        self.coins))
+        return self.drawn[-1], torch.stack([g.rewards for g in self.drawn[-1]])
+
+    def batch(self) -> Batch:
+        """The next batch, sampled with the policy in eval mode."""
+        self.policy.eval()
+        self.drawn = []
+        if self.cfg.dynamic_sampling:
+            groups = dynamic_sampling(self._draw, self.cfg.prompts)[0] or self.drawn[-1]
+        else:
+            groups = self._draw()[0]
+        return stack_groups(groups)
+
+    def stats(self) -> dict:
+        """The last batch's draws: ``degenerate_fraction`` and ``verifier_reward_mean``."""
+        return {"degenerate_fraction": float(np.mean([_degenerate(d) for d in self.drawn])),
+                "verifier_reward_mean": float(np.mean(
+                    [float(torch.stack([g.verifier for g in d]).mean()) for d in self.drawn]))}
+
+
+def batch_logprobs(policy, batch: Batch, cfg: RunConfig, rows: slice):
+    """pi_theta's log-probs and entropies (with grad) of ``rows`` of ``batch``, whole groups
+    (each prompt read once), at the sampling temperature: ``grpo_update``'s ``logprobs``."""
+    groups = slice(rows.start // cfg.G, rows.stop // cfg.G)
+    return completion_logprobs(policy, batch.prompts[groups], cfg.G, batch.tokens[rows],
+                               batch.mask[rows], cfg.temperature, entropy=True)
+
+
 def train_lm_grpo(policy, tok, train: list[dict], test: list[dict], cfg: RunConfig,
-               progress=None) -> dict:
-    """Train ``policy`` in place with GRPO; return its per-iteration log and held-out
-    evaluations."""
-    _check_config(cfg, train, test)
-    torch.manual_seed(cfg.seed)
-    rng, gen = random.Random(cfg.seed), torch.Generator().manual_seed(cfg.seed)
-    coins = random.Random(cfg.seed + 1_000_003)          # the random reward's own stream
+                  progress=None) -> dict:
+    """Train ``policy`` in place with GRPO; return its per-iteration log and held-out evaluations.
+    How a batch is drawn (its streams, the random reward, dynamic sampling) is ``GroupDraws``'."""
+    train = _check_config(cfg, train, test)
+    draws = GroupDraws(policy, tok, train, cfg)
     ref = copy.deepcopy(policy).eval().requires_grad_(False) if cfg.beta > 0 else None
     optimizer = torch.optim.Adam(policy.parameters(), lr=cfg.lr, betas=ADAM_BETAS)
-    train = train[:cfg.train_pool] if cfg.train_pool else train
     log, evals = {k: [] for k in LOG_KEYS}, {}
     if cfg.eval_at_start:
         _evaluate_into(evals, 0, policy, tok, train, test, cfg)
     for it in range(1, cfg.iterations + 1):
-        for group in optimizer.param_groups:
-            group["lr"] = warmed_up_lr(cfg.lr, it, cfg.warmup)
-
+        optimizer.param_groups[0]["lr"] = warmed_up_lr(cfg.lr, it, cfg.warmup)
         # 1. Sample and score G completions per prompt; the sampler's log-probs are pi_old's.
         t0 = time.process_time()
-        policy.eval()
-        drawn = []                                       # every draw, for the degenerate share
-
-        def draw():
-            problems = rng.sample(train, cfg.prompts)
-            drawn.append(sample_groups(policy, tok, problems, cfg, gen, coins))
-            return drawn[-1], torch.stack([g.rewards for g in drawn[-1]])
-
-        groups = dynamic_sampling(draw, cfg.prompts)[0] if cfg.dynamic_sampling else draw()[0]
-        prompts, tokens, logp_old, mask, scores = _stack(groups or drawn[-1])  # none useful: last
-        t1 = time.process_time()
-
+        b = draws.batch()
         # 2. The frozen reference's log-probs at the sampling temperature (for the KL term).
+        t1 = time.process_time()
         with torch.no_grad():
-            logp_ref = None if ref is None else completion_logprobs(ref, prompts, cfg.G, tokens,
-                                                                    mask, cfg.temperature)
-        t2 = time.process_time()
-
+            logp_ref = None if ref is None else completion_logprobs(
+                ref, b.prompts, cfg.G, b.tokens, b.mask, cfg.temperature)
         # 3. K optimizer steps of the GRPO loss on this batch (pi_theta's log-probs with grad).
-        def policy_logprobs(rows):                       # rows: whole groups, each prompt once
-            groups = slice(rows.start // cfg.G, rows.stop // cfg.G)
-            return completion_logprobs(policy, prompts[groups], cfg.G, tokens[rows], mask[rows],
-                                       cfg.temperature, entropy=True)
-
+        t2 = time.process_time()
         policy.train()
-        stats = grpo_update(policy_logprobs, optimizer, mask.to(DTYPE), scores, logp_old=logp_old,
-                            logp_ref=logp_ref, reuse=cfg.reuse, max_grad_norm=cfg.grad_clip,
-                            max_tokens=cfg.max_new_tokens, **cfg.loss_options())
-        policy.eval()
-        t3 = time.process_time()
-
-        # 4. Log, and now and then evaluate.
-        degenerate = float(np.mean([_degenerate(d) for d in drawn]))
-        verifier = float(np.mean([float(torch.stack([g.verifier for g in d]).mean())
-                                  for d in drawn]))
-        row = {**stats, "iteration": it, "degenerate_fraction": degenerate,
-               "verifier_reward_mean": verifier, "kl_mean": stats.get("kl_mean", float("nan")),
-               "sample_s": t1 - t0, "ref_s": t2 - t1, "update_s": t3 - t2}
+        stats = grpo_update(partial(batch_logprobs, policy, b, cfg), optimizer, b.mask.to(DTYPE),
+                            b.rewards, logp_old=b.logp_old, logp_ref=logp_ref, reuse=cfg.reuse,
+                            max_grad_norm=cfg.grad_clip, max_tokens=cfg.max_new_tokens,
+                            **cfg.loss_options())
+        # 4. Log (CPU seconds of each part), and now and then evaluate.
+        row = {"kl_mean": float("nan"), **stats, **draws.stats(), "iteration": it,
+               "sample_s": t1 - t0, "ref_s": t2 - t1, "update_s": time.process_time() - t2}
         for k in LOG_KEYS:
             log[k].append(row[k])
         if it % cfg.eval_every == 0 or it == cfg.iterations:
             _evaluate_into(evals, it, policy, tok, train, test, cfg)
         if progress is not None:
             progress(it, log, evals)
-    state = {k: v.detach().clone() for k, v in policy.state_dict().items()}
-    return {"config": asdict(cfg), "log": log, "evals": evals, "state": state,
+    return {"config": asdict(cfg), "log": log, "evals": evals,
+            "state": {k: v.detach().clone() for k, v in policy.state_dict().items()},
             **_final_outcomes(policy, tok, test, cfg)}
 
 
@@ -248,7 +279,7 @@ def _final_outcomes(policy, tok, test, cfg: RunConfig) -> dict:
         held_out = test[:cfg.eval_problems]
         texts = completions(policy, tok, held_out, n=cfg.final_samples,
                             temperature=cfg.eval_temperature,
-                            generator=torch.Generator().manual_seed(PROTOCOL.final_seed),
+                            generator=seeded_generator(PROTOCOL.final_seed),
                             max_new_tokens=cfg.max_new_tokens)
         out["final_correct"] = rewards(held_out, texts)
     if cfg.held_out:
@@ -328,8 +359,7 @@ def expert_iteration(policy, tok, train: list[dict], test: list[dict], cfg: EICo
                          f"got {len(train)}")
     if not test:
         raise ValueError("test must hold at least one held-out problem, got none")
-    torch.manual_seed(cfg.seed)
-    rng, gen = random.Random(cfg.seed), torch.Generator().manual_seed(cfg.seed)
+    rng, gen = random.Random(cfg.seed), seeded_generator(cfg.seed)
     decay = [p for p in policy.parameters() if p.dim() >= 2]
     rest = [p for p in policy.parameters() if p.dim() < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": cfg.weight_decay},
@@ -373,5 +403,5 @@ def expert_iteration(policy, tok, train: list[dict], test: list[dict], cfg: EICo
     return {"config": asdict(cfg), "log": log, "evals": evals}
 
 
-__all__ = ["RunConfig", "train_lm_grpo", "EIConfig", "expert_iteration", "evaluate", "outcomes",
-           "pass_at_k", "continued_sft", "score"]
+__all__ = ["RunConfig", "train_lm_grpo", "GroupDraws", "EIConfig", "expert_iteration",
+           "continued_sft"]

@@ -6,7 +6,7 @@ length (shuffled, then sorted within chunks of ``64 * batch_size``), so almost n
 padding; positions stay exact, since every row starts at position 0. It returns the loss at every
 step and the held-out greedy accuracy every ``eval_every`` steps.
 
-Its evaluations use ``grpo.lm.eval`` (``completions``, ``rewards``), re-exported here.
+Its evaluations use ``grpo.lm.eval`` (``completions``, ``rewards``).
 
 Chapter 7's trained checkpoint is read back by ``grpo.runstore.models.load_sft``.
 """
@@ -21,8 +21,9 @@ import torch.nn.functional as F
 
 from grpo import checks
 
-from .data import encode_problem, prompt_text  # noqa: F401  (re-exported)
-from .eval import completions, rewards  # noqa: F401  (re-exported)
+from .data import encode_problem
+from .eval import completions, rewards
+
 
 @dataclass(frozen=True)
 class SFTConfig:
@@ -110,7 +111,6 @@ def sft(model, tok, train: list[dict], evals: list[dict], cfg: SFTConfig,
         raise ValueError("train must hold at least one training problem, got none")
     if not evals:
         raise ValueError("evals must hold at least one held-out problem: sft evaluates on them")
-    torch.manual_seed(cfg.seed)
     rng = random.Random(cfg.seed)
     encoded = [encode_problem(tok, p) for p in train]
     max_len = getattr(getattr(model, "cfg", None), "max_len", None)

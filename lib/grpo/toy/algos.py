@@ -28,7 +28,7 @@ import numpy as np
 from grpo import checks
 from grpo.toy import lava
 from .lava import N_SENSORS, play_steps
-from grpo.objectives import clip_mask, grpo_advantages  # noqa: F401  (re-exported)
+from grpo.objectives import clip_mask, grpo_advantages
 
 # ---------------------------------------------------------------------------------------------
 # Input checks (every public function validates what it is given)
@@ -231,7 +231,7 @@ class PPOConfig(ReinforceConfig):
 
 
 @dataclass(frozen=True)
-class GRPOConfig(ReinforceConfig):
+class ToyGRPOConfig(ReinforceConfig):
     """GRPO's protocol: the clipped update, group advantages, and how the update averages steps."""
     eps: float = 0.2
     passes: int = 4
@@ -241,18 +241,18 @@ class GRPOConfig(ReinforceConfig):
 def _check_config(c):
     checks.integer("updates", c.updates, minimum=1)
     checks.integer("G", c.G, minimum=1)
-    if isinstance(c, GRPOConfig) and c.G < 2:
+    if isinstance(c, ToyGRPOConfig) and c.G < 2:
         raise ValueError(f"GRPO compares runs within a group: G must be >= 2, got {c.G}")
     checks.positive("lr", c.lr)
     checks.integer("eval_every", c.eval_every, minimum=1)
-    if isinstance(c, (PPOConfig, GRPOConfig)):
+    if isinstance(c, (PPOConfig, ToyGRPOConfig)):
         checks.non_negative("eps", c.eps)
         checks.integer("passes", c.passes, minimum=1)
     if isinstance(c, PPOConfig):
         checks.positive("critic_lr", c.critic_lr)
         checks.integer("critic_passes", c.critic_passes, minimum=1)
         checks.boolean("adv_norm", c.adv_norm)
-    if isinstance(c, GRPOConfig):
+    if isinstance(c, ToyGRPOConfig):
         checks.choice("averaging", c.averaging, AVERAGING)
 
 
@@ -302,7 +302,7 @@ class TrainResult:
     """One training run: the test-score curve, the final policy, and per-update statistics."""
     algo: str
     seed: int
-    config: ReinforceConfig     # the protocol it ran (a PPOConfig or GRPOConfig for those)
+    config: ReinforceConfig     # the protocol it ran (a PPOConfig or ToyGRPOConfig for those)
     eval_updates: np.ndarray    # (E,) update index of each evaluation: 0, 10, ..., updates
     eval_score: np.ndarray      # (E,) exact mean score on the evaluation floors (default: test)
     eval_exit: np.ndarray       # (E,) exact exit rate on the evaluation floors
@@ -420,13 +420,13 @@ def train_ppo(seed: int, config: PPOConfig = PPOConfig(), make_floor=lava.make_f
     return _finish("PPO", seed, c, snapshots, W, v, log, eval_floors)
 
 
-def train_grpo(seed: int, config: GRPOConfig = GRPOConfig(), make_floor=lava.make_floor,
+def train_grpo(seed: int, config: ToyGRPOConfig = ToyGRPOConfig(), make_floor=lava.make_floor,
                eval_floors=None, **changes) -> TrainResult:
     """GRPO: PPO minus the critic. A run's advantage is its score against its own group's.
 
     No KL term (beta = 0): the toy starts as a coin flip, with nothing worth protecting.
     """
-    c, rng = _config(GRPOConfig, config, changes), _seeded(seed)
+    c, rng = _config(ToyGRPOConfig, config, changes), _seeded(seed)
     W = np.zeros((N_SENSORS, 2))
     snapshots, log = {}, _new_log()
     for u in range(c.updates):

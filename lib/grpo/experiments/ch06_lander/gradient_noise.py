@@ -29,7 +29,6 @@ one batch gradient and checks it against the stored one.
 from __future__ import annotations
 
 import math
-import time
 from pathlib import Path
 
 import numpy as np
@@ -37,10 +36,10 @@ import numpy as np
 from grpo.mlp import FlatMLP
 from grpo.objectives import action_logprobs
 from grpo.pool import parallel_map
-from grpo.runstore import command_line, read_json, run_dir, write_json
+from grpo.runstore import command_line, cpu_timed, read_json, run_dir, write_json
 from grpo.stats import interval_p_value, t975
 from grpo.lander.env import OBS_DIM, StepCollector, make_actor, make_critic, make_envs, play_groups
-from grpo.lander.objectives import grpo_loss_grad, normalize_advantages, ppo_loss_grad
+from grpo.lander.losses import grpo_loss_grad, normalize_advantages, ppo_loss_grad
 from grpo.lander.trainers import (LEARNED_BASELINES, ActorCriticConfig, LanderGRPOConfig, RunSpec,
                                   episode_advantages, gae_targets, group_batch, train)
 
@@ -159,27 +158,29 @@ def measure_gradient_noise(method: str) -> dict:
     if method not in METHODS:
         raise ValueError(f"method must be one of {sorted(METHODS)}, got {method!r}")
     cfg = METHODS[method]
-    t0 = time.process_time()
-    run = train(RunSpec(cfg.algo, SEED, config=cfg, **SCALE))
-    train_cpu = time.process_time() - t0
+    run, train_cpu = cpu_timed(train, RunSpec(cfg.algo, SEED, config=cfg, **SCALE))
     has_critic = not isinstance(cfg, LanderGRPOConfig) or cfg.baseline in LEARNED_BASELINES
     out = {"method": method, "algo": cfg.algo, "train_cpu_s": round(train_cpu, 1),
            "checkpoints": []}
     for target in CHECKPOINTS:
         steps, actor_state = _checkpoint(run["snapshots"], target)
         critic = _checkpoint(run["critic_snapshots"], target)[1] if has_critic else None
-        t0 = time.process_time()
-        draws = [batch_gradient(cfg, actor_state, critic, np.random.default_rng([SEED, steps, k]))
-                 for k in range(BATCHES)]
+        draws, cpu_s = cpu_timed(_batch_gradients, cfg, actor_state, critic, steps)
         grads = np.stack([g for g, _ in draws])
         out["checkpoints"].append({"env_steps": steps, "batch_steps": [n for _, n in draws],
                                    "grad_norms": np.linalg.norm(grads, axis=1).tolist(),
                                    **noise_measures(grads), **jackknife(grads),
-                                   "cpu_s": round(time.process_time() - t0, 1)})
+                                   "cpu_s": round(cpu_s, 1)})
     return out
 
 
-def run_study(workers: int = 2, methods=tuple(METHODS), kept: dict | None = None) -> dict:
+def _batch_gradients(cfg, actor_state, critic_flat, steps: int) -> list:
+    """``BATCHES`` independent batch gradients at the checkpoint ``steps`` env steps in."""
+    return [batch_gradient(cfg, actor_state, critic_flat, np.random.default_rng([SEED, steps, k]))
+            for k in range(BATCHES)]
+
+
+def run_noise_study(workers: int = 2, methods=tuple(METHODS), kept: dict | None = None) -> dict:
     """``methods`` (default all), in ``workers`` spawned processes, with ``kept``'s other methods
     (a stored study's ``"methods"``); JSON-ready."""
     results = parallel_map(measure_gradient_noise, list(methods), workers, desc="gradient noise")
@@ -197,7 +198,7 @@ def measure_and_store(names, workers: int = 2) -> Path:
     """Measure ``names`` (methods) and store them with the stored study's other methods."""
     path = stored_path()
     kept = load_study(path)["methods"] if path.is_file() and list(names) != list(METHODS) else None
-    return write_json(path, run_study(workers, tuple(names), kept), sort_keys=True)
+    return write_json(path, run_noise_study(workers, tuple(names), kept), sort_keys=True)
 
 
 def main(argv=None) -> None:
@@ -211,4 +212,5 @@ if __name__ == "__main__":
 
 
 __all__ = ["METHODS", "CHECKPOINTS", "BATCHES", "batch_gradient", "noise_measures", "jackknife",
-           "snr_difference", "measure_gradient_noise", "run_study", "load_study", "stored_path"]
+           "snr_difference", "measure_gradient_noise", "run_noise_study", "load_study",
+           "stored_path"]

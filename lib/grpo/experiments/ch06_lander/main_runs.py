@@ -73,11 +73,11 @@ def _key(run: dict, which: str) -> str:
     return f"{run['algo']}/{run['seed']}/{which}"
 
 
-def store(results: list, run_specs: list, cpu_s: list, directory: Path | None = None) -> Path:
-    """Write ``results`` (``run_lander_specs(run_specs)``'s) and each run's CPU seconds."""
-    if len(results) != len(run_specs) or len(cpu_s) != len(run_specs):
-        raise ValueError(f"results, run_specs and cpu_s must have one entry per run, got "
-                         f"{len(results)}, {len(run_specs)} and {len(cpu_s)}")
+def store(results: list, runs: list, cpu_s: list, directory: Path | None = None) -> Path:
+    """Write ``results`` (``run_lander_specs(runs)``'s) and each run's CPU seconds."""
+    if len(results) != len(runs) or len(cpu_s) != len(runs):
+        raise ValueError(f"results, runs and cpu_s must have one entry per run, got "
+                         f"{len(results)}, {len(runs)} and {len(cpu_s)}")
     directory = Path(directory or stored_dir())
     arrays, records = {}, []
     for run, cpu in zip(results, cpu_s):
@@ -93,21 +93,21 @@ def store(results: list, run_specs: list, cpu_s: list, directory: Path | None = 
                         "cpu_s": round(cpu, 1)})
     write_arrays(directory / "weights.npz", arrays)
     # compact JSON, one spec and one run a line (A2C's 12,500 iterations of logs are most of it)
-    write_json_rows(directory / "runs.json", {"specs": [_spec_record(s) for s in run_specs],
+    write_json_rows(directory / "runs.json", {"specs": [_spec_record(s) for s in runs],
                                               "runs": json_ready(records)},
                     compact=("specs", "runs"))
     return directory
 
 
-def load_stored(run_specs: list | None = None, directory: Path | None = None) -> list:
-    """The stored results, as ``run_lander_specs(run_specs)`` returns them (weights as torch
-    tensors); ``run_specs`` defaults to ``specs()`` and must be the ones the file was written
+def load_stored(runs: list | None = None, directory: Path | None = None) -> list:
+    """The stored results, as ``run_lander_specs(runs)`` returns them (weights as torch
+    tensors); ``runs`` defaults to ``specs()`` and must be the ones the file was written
     for."""
-    run_specs = specs() if run_specs is None else list(run_specs)
+    runs = specs() if runs is None else list(runs)
     directory = Path(directory or stored_dir())
     payload = read_json(directory / "runs.json", MODULE)
-    if payload["specs"] != json_ready([_spec_record(s) for s in run_specs]):
-        raise ValueError(f"run_specs must be the ones stored in {directory / 'runs.json'}: "
+    if payload["specs"] != json_ready([_spec_record(s) for s in runs]):
+        raise ValueError(f"runs must be the ones stored in {directory / 'runs.json'}: "
                          f"re-run `python -m {MODULE}` after changing them")
     arrays = read_arrays(directory / "weights.npz")
 
@@ -136,12 +136,12 @@ def _timed_run(s: RunSpec) -> tuple:
     return cpu_timed(train, s)
 
 
-def run_and_store(run_specs: list | None = None, workers: int = 2,
+def run_and_store(runs: list | None = None, workers: int = 2,
                   directory: Path | None = None) -> Path:
-    """Train ``run_specs`` (default ``specs()``) in ``workers`` processes and store them."""
-    run_specs = specs() if run_specs is None else list(run_specs)
-    done = parallel_map(_timed_run, run_specs, workers, desc="06 main runs")
-    return store([r for r, _ in done], run_specs, [c for _, c in done], directory)
+    """Train ``runs`` (default ``specs()``) in ``workers`` processes and store them."""
+    runs = specs() if runs is None else list(runs)
+    done = parallel_map(_timed_run, runs, workers, desc="06 main runs")
+    return store([r for r, _ in done], runs, [c for _, c in done], directory)
 
 
 def main(argv=None) -> None:

@@ -6,13 +6,12 @@ each seed's results written to ``--out``; not stored in data/runs/:
 from __future__ import annotations
 
 import argparse
-import time
 
 import numpy as np
 
 from grpo.files import json_ready
 from grpo.lander.trainers import ALGOS, RunSpec, train
-from grpo.runstore import write_json
+from grpo.runstore import cpu_timed, write_json
 
 def main(argv=None) -> None:
     from tqdm.auto import tqdm
@@ -26,12 +25,12 @@ def main(argv=None) -> None:
     a = p.parse_args(argv)
     runs = []
     for seed in range(a.seeds):
-        t0 = time.time()
         with tqdm(total=a.steps, desc=f"{a.algo} seed {seed}", unit="step", unit_scale=True) as bar:
-            r = train(RunSpec(a.algo, seed, a.steps, eval_every=a.eval_every), progress=bar)
+            r, cpu_s = cpu_timed(train, RunSpec(a.algo, seed, a.steps, eval_every=a.eval_every),
+                                 bar)
         r = {k: v for k, v in r.items() if not k.endswith("_state") and k != "snapshots"}
         print(f"{a.algo} seed {seed}: test argmax {np.mean(r['test_det']):.1f}, "
-              f"sampled {np.mean(r['test_sampled']):.1f} ({time.time() - t0:.0f} s)")
+              f"sampled {np.mean(r['test_sampled']):.1f} ({cpu_s:.0f} CPU-s)")
         runs.append(r)
     if a.out:
         write_json(a.out, json_ready(runs))

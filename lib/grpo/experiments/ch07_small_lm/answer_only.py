@@ -10,7 +10,8 @@ The same bits on every CPU (the model computes in float64), and minutes of CPU (
                                                      outcomes on the test split, scored from the
                                                      checkpoint as stored (``score_answer_only``)
 
-``load(cfg)`` returns the model and the record, and refuses a record written for another config.
+``load_answer_only_model(cfg)`` returns the model and the record, and refuses a record written for
+another config.
 ``tests/test_lm_answer_only.py`` re-runs the first SFT steps against the stored log and re-scores
 test problems from the checkpoint.
 """
@@ -23,6 +24,7 @@ from pathlib import Path
 import torch
 
 from grpo.files import json_ready
+from grpo.seeding import seeded_generator
 from grpo.runstore import bits, command_line, cpu_timed, read_json, run_dir, unbits, write_json
 
 from grpo.lm.data import PROTOCOL, answer_only
@@ -47,14 +49,17 @@ __all__ = [
     "splits",
     "train_model",
     "score_answer_only",
-    "run_and_store",
+    "train_and_store",
     "load_record",
     "load_answer_only_model",
 ]
 
 
+RECORD = "answer_only.json"
+
+
 def stored_path() -> Path:
-    return run_dir("07_small_lm") / "answer_only.json"
+    return run_dir("07_small_lm") / RECORD
 
 
 def splits() -> tuple[list, list]:
@@ -85,14 +90,14 @@ def score_answer_only(model, tok, problems) -> dict:
         problems,
         n=SAMPLES,
         temperature=TEMPERATURE,
-        generator=torch.Generator().manual_seed(SAMPLE_SEED),
+        generator=seeded_generator(SAMPLE_SEED),
         max_new_tokens=MAX_NEW_TOKENS,
     )
     return {"greedy": greedy, "sampled": rewards(problems, texts)}
 
 
-def run_and_store(
-    cfg: SFTConfig = SFT, models_dir: Path = MODELS_DIR, path: Path | None = None
+def train_and_store(
+    cfg: SFTConfig = SFT, models_dir: Path = MODELS_DIR, directory: Path | None = None
 ) -> Path:
     """Train, write the checkpoint, score it as stored on the test split, write the record."""
     torch.set_num_threads(1)
@@ -104,7 +109,7 @@ def run_and_store(
         "test": {"greedy": bits(s["greedy"]), "sampled": bits(s["sampled"]), "samples": SAMPLES},
         "cpu_s": round(cpu_s, 1),
     }
-    return write_json(Path(path or stored_path()), record)
+    return write_json(Path(directory) / RECORD if directory else stored_path(), record)
 
 
 def _train_and_score(cfg: SFTConfig, models_dir: Path) -> tuple:
@@ -114,9 +119,9 @@ def _train_and_score(cfg: SFTConfig, models_dir: Path) -> tuple:
     return history, score_answer_only(stored, tok, splits()[1])
 
 
-def load_record(cfg: SFTConfig = SFT, path: Path | None = None) -> dict:
+def load_record(cfg: SFTConfig = SFT, directory: Path | None = None) -> dict:
     """The stored record, with its test outcomes as 0/1 arrays; ``cfg`` must be the stored one."""
-    path = Path(path or stored_path())
+    path = Path(directory) / RECORD if directory else stored_path()
     record = read_json(path, MODULE)
     if record["config"] != json_ready(asdict(cfg)):
         raise ValueError(
@@ -135,7 +140,7 @@ def load_answer_only_model(cfg: SFTConfig = SFT, models_dir: Path = MODELS_DIR):
 
 
 def main(argv=None) -> None:
-    command_line(MODULE, __doc__, run_and_store, argv)
+    command_line(MODULE, __doc__, train_and_store, argv)
 
 
 if __name__ == "__main__":

@@ -4,8 +4,8 @@ initialisation on chapter 7's split, with chapter 7's tokenizer.
 Why it is stored. The run is most of chapter 7's CPU (its record's ``cpu_s``), and it is not
 the same bits on every CPU. The model computes in float64, so a first step agrees across
 kernel paths to the last bits; but a long run amplifies the last bits. Re-trained under ATen's
-default kernels instead of the book's AVX2 ones, it ends with weights 1.6e-3 away and other
-sampled answers (README, "Long training is chaotic"). So the chapter reads the run, and
+default kernels instead of the book's AVX2 ones, it ends with other weights and other sampled
+answers (README, "Long training is chaotic"). So the chapter reads the run, and
 ``python -m grpo.experiments.ch07_small_lm.sft_run`` (or ``make full``, first) writes
 
     data/runs/07_small_lm/sft.json                its SFT config, model shape, init seed, the SFT
@@ -14,9 +14,9 @@ sampled answers (README, "Long training is chaotic"). So the chapter reads the r
     data/runs/07_small_lm/sft_weights.safetensors the final weights in float64, exactly as trained
     data/models/07_small_lm_sft.safetensors       the same weights in float32: chapter 8's start
 
-``load_stored(cfg, model_cfg)`` returns ``(model, history)`` as ``sft`` left them, and refuses a run
-stored for another config. ``tests/test_lm_sft_run.py`` re-runs the first SFT steps against the
-stored log and checks the float32 checkpoint against the float64 weights.
+``load_sft_model(cfg, model_cfg)`` returns ``(model, history)`` as ``sft`` left them, and refuses a
+run stored for another config or model shape. ``tests/test_lm_sft_run.py`` re-runs the first SFT
+steps against the stored log and checks the float32 checkpoint against the float64 weights.
 """
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ def _record(cfg: SFTConfig, model_cfg: GPTConfig) -> dict:
     return {"config": json_ready(asdict(cfg)), "model": asdict(model_cfg), "init_seed": INIT_SEED}
 
 
-def run_and_store(
+def train_and_store(
     cfg: SFTConfig = SFT, models_dir: Path = MODELS_DIR, directory: Path | None = None
 ) -> Path:
     """Train, then write the float64 weights, the float32 checkpoint and the record."""
@@ -83,10 +83,8 @@ def run_and_store(
     return directory
 
 
-def load_record(
-    cfg: SFTConfig = SFT, model_cfg: GPTConfig | None = None, directory: Path | None = None
-) -> dict:
-    """The stored record; ``cfg`` (and ``model_cfg``, if given) must be the stored ones."""
+def load_record(cfg: SFTConfig = SFT, directory: Path | None = None) -> dict:
+    """The stored record; ``cfg`` must be the stored one."""
     path = Path(directory or stored_dir()) / "sft.json"
     record = read_json(path, MODULE)
     if record["config"] != json_ready(asdict(cfg)):
@@ -94,24 +92,26 @@ def load_record(
             f"cfg must be the config stored in {path}: re-run `python -m {MODULE}` after "
             "changing it"
         )
-    if model_cfg is not None and record["model"] != asdict(model_cfg):
-        raise ValueError(f"model_cfg must be the model shape stored in {path}, {record['model']}")
     return record
 
 
-def load_stored(cfg: SFTConfig = SFT, model_cfg: GPTConfig | None = None,
-                directory: Path | None = None):
+def load_sft_model(cfg: SFTConfig = SFT, model_cfg: GPTConfig | None = None,
+                   directory: Path | None = None):
     """``(model, history)``: the stored run's model (float64, eval mode, the weights ``sft`` left)
-    and its SFT log, as ``sft`` returned it."""
+    and its SFT log, as ``sft`` returned it; ``cfg`` (and ``model_cfg``, if given) must be the
+    stored ones."""
     directory = Path(directory or stored_dir())
-    record = load_record(cfg, model_cfg, directory)
+    record = load_record(cfg, directory)
+    if model_cfg is not None and record["model"] != asdict(model_cfg):
+        raise ValueError(f"model_cfg must be the model shape stored in {directory / 'sft.json'}, "
+                         f"{record['model']}")
     model = GPT(GPTConfig(**record["model"]))
     model.load_state_dict(read_weights(directory / WEIGHTS))
     return model.eval(), record["history"]
 
 
 def main(argv=None) -> None:
-    command_line(MODULE, __doc__, run_and_store, argv)
+    command_line(MODULE, __doc__, train_and_store, argv)
 
 
 __all__ = [
@@ -121,9 +121,9 @@ __all__ = [
     "stored_dir",
     "model_config",
     "train_model",
-    "run_and_store",
+    "train_and_store",
     "load_record",
-    "load_stored",
+    "load_sft_model",
 ]
 
 if __name__ == "__main__":

@@ -50,8 +50,9 @@ MAIN = RunConfig(
     held_out=HELD_OUT,
 )
 SEEDS = (0, 1)
-# One GRPO run's CPU in SFT steps, from make bench when the runs were stored
-# (data/bench/08_grpo_loop.json, 2026-12-03): 40 iterations x 7.430 CPU-s / 0.5331 CPU-s a step.
+# One GRPO run's CPU in SFT steps: a GRPO iteration's and an SFT step's CPU-seconds as make bench
+# measured them when the runs were stored (data/bench/08_grpo_loop.json, 2026-12-03), fixed here so
+# that a later make bench changes no stored job.
 SFT_BASIS = {"iteration_cpu_s": 7.430, "sft_step_cpu_s": 0.5331}
 SFT_STEPS = round(MAIN.iterations * SFT_BASIS["iteration_cpu_s"] / SFT_BASIS["sft_step_cpu_s"])
 # Chapter 7's SFT loop, on a fresh cosine schedule from a tenth of its peak lr, another data order.
@@ -122,35 +123,35 @@ def _result(record: dict) -> dict:
     return out
 
 
-def store(results: list, stored_jobs: list, cpu_s: list, directory: Path | None = None) -> Path:
-    """Write ``results`` (``run_lm_configs(stored_jobs)``'s), each job's CPU seconds, and the first
+def store(results: list, runs: list, cpu_s: list, directory: Path | None = None) -> Path:
+    """Write ``results`` (``run_lm_configs(runs)``'s), each job's CPU seconds, and the first
     GRPO run's final weights."""
-    if len(results) != len(stored_jobs) or len(cpu_s) != len(stored_jobs):
+    if len(results) != len(runs) or len(cpu_s) != len(runs):
         raise ValueError(
-            f"results, stored_jobs and cpu_s must have one entry per job, got "
-            f"{len(results)}, {len(stored_jobs)} and {len(cpu_s)}"
+            f"results, runs and cpu_s must have one entry per job, got "
+            f"{len(results)}, {len(runs)} and {len(cpu_s)}"
         )
-    if not isinstance(stored_jobs[0], RunConfig) or "state" not in results[0]:
-        raise ValueError("stored_jobs[0] must be a GRPO run (a RunConfig) whose weights are stored")
+    if not isinstance(runs[0], RunConfig) or "state" not in results[0]:
+        raise ValueError("runs[0] must be a GRPO run (a RunConfig) whose weights are stored")
     directory = Path(directory or stored_dir())
     write_weights(directory / WEIGHTS, results[0]["state"])
-    runs = [{**_record(r), "cpu_s": round(c, 1)} for r, c in zip(results, cpu_s)]
+    records = [{**_record(r), "cpu_s": round(c, 1)} for r, c in zip(results, cpu_s)]
     write_json_rows(directory / "runs.json",
-                    {"jobs": [_job_record(j) for j in stored_jobs], "runs": runs},
+                    {"jobs": [_job_record(j) for j in runs], "runs": records},
                     compact=("runs",))
     return directory
 
 
-def load_stored(stored_jobs: list | None = None, directory: Path | None = None) -> list:
-    """The stored results, as ``run_lm_configs(stored_jobs)`` returns them (outcomes as 0/1 float
-    arrays; the first run's ``state`` as float64 tensors); ``stored_jobs`` defaults to ``jobs()``
+def load_stored(runs: list | None = None, directory: Path | None = None) -> list:
+    """The stored results, as ``run_lm_configs(runs)`` returns them (outcomes as 0/1 float
+    arrays; the first run's ``state`` as float64 tensors); ``runs`` defaults to ``jobs()``
     and must be the ones the file was written for."""
-    stored_jobs = jobs() if stored_jobs is None else list(stored_jobs)
+    runs = jobs() if runs is None else list(runs)
     directory = Path(directory or stored_dir())
     payload = read_json(directory / "runs.json", MODULE)
-    if payload["jobs"] != [_job_record(j) for j in stored_jobs]:
+    if payload["jobs"] != [_job_record(j) for j in runs]:
         raise ValueError(
-            f"stored_jobs must be the ones stored in {directory / 'runs.json'}: "
+            f"runs must be the ones stored in {directory / 'runs.json'}: "
             f"re-run `python -m {MODULE}` after changing them"
         )
     results = [_result(r) for r in payload["runs"]]
@@ -169,15 +170,15 @@ def _timed_job(job_and_held_out) -> tuple:
 
 
 def run_and_store(
-    stored_jobs: list | None = None, workers: int = WORKERS, directory: Path | None = None
+    runs: list | None = None, workers: int = WORKERS, directory: Path | None = None
 ) -> Path:
-    """Run ``stored_jobs`` (default ``jobs()``) in ``workers`` processes, as the chapter's
+    """Run ``runs`` (default ``jobs()``) in ``workers`` processes, as the chapter's
     ``models.run_lm_configs`` would (the SFT control scored on ``HELD_OUT`` problems), and store
     them."""
-    stored_jobs = jobs() if stored_jobs is None else list(stored_jobs)
-    done = parallel_map(_timed_job, [(j, HELD_OUT) for j in stored_jobs], workers,
+    runs = jobs() if runs is None else list(runs)
+    done = parallel_map(_timed_job, [(j, HELD_OUT) for j in runs], workers,
                         desc="08 main runs")
-    return store([r for r, _ in done], stored_jobs, [c for _, c in done], directory)
+    return store([r for r, _ in done], runs, [c for _, c in done], directory)
 
 
 def main(argv=None) -> None:

@@ -1,7 +1,8 @@
 """Chapter 9's stored grids as jobs, in one place: the chapter (which writes its results file from
 them) and its lab notes (``book/lab_09_addition.ipynb``, which shows them) build the same jobs from
-these functions, so both read the same stored file (``stored_grids.stored_jobs`` keys a file by its
-jobs' reprs; a job that differs runs again into scratch).
+these functions, so both read the same stored file (``grpo.runstore.addition_jobs.stored_jobs``
+keys a file by its jobs' reprs; a job that differs runs again into scratch). The SFT run the starts
+come from, its levels and the recipes are the run store's (chapter 12 reads them too).
 
 ``main_runs_from_results`` rebuilds the main run's per-problem test outcomes from the results file
 the chapter writes (``data/results/09_grpo_addition.json``, ``addition.outcomes``), so the lab
@@ -14,15 +15,12 @@ from dataclasses import replace
 
 import numpy as np
 
-from grpo.lm import addition as A
+from grpo.lm.addition import EVAL_SAMPLES
 from grpo.lm.grpo import PRESETS
 from grpo.lm.rl import RunConfig
 from grpo.lm.train import SFTConfig
 from grpo.runstore import DATA_DIR
-
-# The start levels: the first check of the SFT run to reach each validation greedy accuracy.
-LEVELS = (0.03, 0.1, 0.2, 0.36, 0.5, 0.7, 0.85, 0.95)
-SFT_RUN = replace(A.SFT_RECIPE, eval_every=10)
+from grpo.runstore.addition_jobs import GRPO_RECIPE, SFT_RECIPE, Job
 
 # Annealed SFT: warm-up 20, cosine to 5%, at these lengths; the chapter picks one on validation.
 ANNEAL_LENGTHS = (300, 400, 500, 600, 800, 850, 900, 910, 920, 930, 940, 950, 1000)
@@ -30,7 +28,7 @@ ANNEAL_LENGTHS = (300, 400, 500, 600, 800, 850, 900, 910, 920, 930, 940, 950, 10
 # Three more SFT runs (seeds fixed before running), each cut as a snapshot and an annealed start.
 SFT_SEEDS = (1, 2, 3)
 UPDATE_SEEDS = range(3)
-SNAPSHOT_RUN = replace(A.SFT_RECIPE, eval_every=10, steps=1000)
+SNAPSHOT_RUN = replace(SFT_RECIPE, eval_every=10, steps=1000)
 CELL_SEEDS = range(5)
 
 # The ablations: each changes one thing in the reference recipe (chapter 9's lab notes).
@@ -41,7 +39,7 @@ ABLATIONS = {
     "REINFORCE, group baseline": dict(advantage="center", clip=False, beta=0.0,
                                       aggregation="token"),
     "reuse 4": dict(reuse=4),
-    "reuse 4, same steps": dict(reuse=4, iterations=A.GRPO_RECIPE.iterations // 4),
+    "reuse 4, same steps": dict(reuse=4, iterations=GRPO_RECIPE.iterations // 4),
     "reuse 4, no clip": dict(reuse=4, clip=False),
     "G 4": dict(G=4, prompts=96),
     "G 16": dict(G=16, prompts=24),
@@ -53,7 +51,7 @@ STRESS, SEEDS5, FRESH, MAP_SEEDS = 3, range(5), range(5, 10), (0, 1, 2)
 
 
 def anneal_configs() -> list[SFTConfig]:
-    return [replace(A.SFT_RECIPE, steps=n, warmup=20, min_lr_frac=0.05, eval_every=n)
+    return [replace(SFT_RECIPE, steps=n, warmup=20, min_lr_frac=0.05, eval_every=n)
             for n in ANNEAL_LENGTHS]
 
 
@@ -72,11 +70,11 @@ def updates(R: RunConfig, lr: float) -> dict:
 
 def grid_jobs(start, annealed: str, ups: dict) -> list:
     """The 2 x 2 of starts and updates (the snapshot's GRPO cell is the main run, not stored)."""
-    jobs = [A.Job(annealed, None)]
+    jobs = [Job(annealed, None)]
     for s in (start, annealed):
         for name, cfg in ups.items():
             if not (s == start and name == "GRPO"):
-                jobs += [A.Job(s, replace(cfg, seed=k)) for k in CELL_SEEDS]
+                jobs += [Job(s, replace(cfg, seed=k)) for k in CELL_SEEDS]
     return jobs
 
 
@@ -85,9 +83,9 @@ def across_jobs(keys, ups: dict) -> list:
     ``UPDATE_SEEDS``."""
     jobs = []
     for key in keys:
-        jobs.append(A.Job(key, None))
+        jobs.append(Job(key, None))
         for cfg in ups.values():
-            jobs += [A.Job(key, replace(cfg, seed=g)) for g in UPDATE_SEEDS]
+            jobs += [Job(key, replace(cfg, seed=g)) for g in UPDATE_SEEDS]
     return jobs
 
 
@@ -100,7 +98,7 @@ SFT_BASIS = {"grpo_iteration_total_cpu_s": 0.1909, "sft_step_cpu_s": 0.03622}
 def control_config(R: RunConfig, basis: dict = SFT_BASIS) -> SFTConfig:
     """Continued SFT at GRPO's CPU (decayed from 3e-4): ``R.iterations`` GRPO iterations' CPU in SFT
     steps, at the per-step costs of ``basis``."""
-    return replace(A.SFT_RECIPE,
+    return replace(SFT_RECIPE,
                    steps=round(R.iterations * basis["grpo_iteration_total_cpu_s"]
                                / basis["sft_step_cpu_s"]),
                    lr=3e-4, warmup=10, min_lr_frac=0.05, eval_every=10_000)
@@ -108,10 +106,10 @@ def control_config(R: RunConfig, basis: dict = SFT_BASIS) -> SFTConfig:
 
 def ablation_jobs(start, R: RunConfig, lr: float) -> list:
     """The reference at ``STRESS`` x lr, then every ablation at 1 x and ``STRESS`` x lr."""
-    jobs = [A.Job(start, replace(R, lr=lr * STRESS, seed=s), samples=4) for s in SEEDS5]
+    jobs = [Job(start, replace(R, lr=lr * STRESS, seed=s), samples=4) for s in SEEDS5]
     for change in ABLATIONS.values():
         for mult in (1, STRESS):
-            jobs += [A.Job(start, replace(R, lr=lr * mult, seed=s, **change), samples=4)
+            jobs += [Job(start, replace(R, lr=lr * mult, seed=s, **change), samples=4)
                      for s in SEEDS5]
     return jobs
 
@@ -120,9 +118,9 @@ def replication_jobs(start, R: RunConfig, lr: float, rep_keys) -> list:
     """Fresh seeds of the reference at each multiplier called, then of each called row."""
     jobs = []
     for mult in sorted({m for _, m in rep_keys}):
-        jobs += [A.Job(start, replace(R, lr=lr * mult, seed=s), samples=4) for s in FRESH]
+        jobs += [Job(start, replace(R, lr=lr * mult, seed=s), samples=4) for s in FRESH]
     for name, mult in rep_keys:
-        jobs += [A.Job(start, replace(R, lr=lr * mult, seed=s, **ABLATIONS[name]), samples=4)
+        jobs += [Job(start, replace(R, lr=lr * mult, seed=s, **ABLATIONS[name]), samples=4)
                  for s in FRESH]
     return jobs
 
@@ -132,10 +130,10 @@ def map_jobs(map_starts, start, R: RunConfig, lr: float, control: SFTConfig) -> 
     continued-SFT control's."""
     jobs = []
     for s0 in map_starts:
-        jobs.append(A.Job(s0, None, samples=4))
+        jobs.append(Job(s0, None, samples=4))
         if s0 != start:
-            jobs += [A.Job(s0, replace(R, lr=lr, seed=s), samples=4) for s in MAP_SEEDS]
-        jobs += [A.Job(s0, replace(control, seed=s + 1), samples=4) for s in MAP_SEEDS]
+            jobs += [Job(s0, replace(R, lr=lr, seed=s), samples=4) for s in MAP_SEEDS]
+        jobs += [Job(s0, replace(control, seed=s + 1), samples=4) for s in MAP_SEEDS]
     return jobs
 
 
@@ -143,7 +141,7 @@ def _greedy(bits: str) -> np.ndarray:
     return np.array([int(c) for c in bits], dtype=float)
 
 
-def _sampled(letters: str, n: int = A.EVAL_SAMPLES) -> np.ndarray:
+def _sampled(letters: str, n: int = EVAL_SAMPLES) -> np.ndarray:
     """(problems, n) 0/1 with each problem's count of right samples (their order is not stored;
     the mean over samples, all a paired lift reads, is exact)."""
     counts = np.array([ord(c) - ord("a") for c in letters])
@@ -161,7 +159,7 @@ def main_runs_from_results(path=None) -> tuple[dict, list[dict]]:
     return before, runs
 
 
-__all__ = ["LEVELS", "SFT_RUN", "ANNEAL_LENGTHS", "SFT_SEEDS", "UPDATE_SEEDS", "SNAPSHOT_RUN",
+__all__ = ["ANNEAL_LENGTHS", "SFT_SEEDS", "UPDATE_SEEDS", "SNAPSHOT_RUN",
            "CELL_SEEDS", "ABLATIONS", "STRESS", "SEEDS5", "FRESH", "MAP_SEEDS", "anneal_configs",
            "sft_like_grpo", "updates", "grid_jobs", "across_jobs", "control_config",
            "ablation_jobs", "replication_jobs", "map_jobs", "main_runs_from_results"]

@@ -18,8 +18,8 @@ the last bit.
                                 # every run (plateau_sft before those it starts)
 
 A chapter re-trains them with ``retrain()`` (its ``RETRAIN`` switch): every run is written to
-``runstore.writable(RUNS_DIR)``, ``scratch/runs/10_word_problems/``, and the weights a run saves go
-to a ``models/`` folder beside them, so a reader's re-run never overwrites ``data/runs/`` or
+``runstore.writable(RUN_FOLDER)``, ``scratch/runs/10_word_problems/``, and the weights a run saves
+go to a ``models/`` folder beside them, so a reader's re-run never overwrites ``data/runs/`` or
 ``data/models/``. Only the command line above (or ``GRPO_STORE=1``) stores.
 """
 from __future__ import annotations
@@ -42,14 +42,14 @@ from grpo.pool import parallel_map
 from grpo.runstore import (bits, command_line, cpu_timed, read_json, run_dir, unbits,
                            writable, write_json)
 
-RUNS_DIR = run_dir("10_word_problems")
+RUN_FOLDER = run_dir("10_word_problems")
 MODULE = "grpo.experiments.ch10_word_problems.long_runs"
 PLATEAU_CHECKPOINT = "08_plateau_sft.safetensors"
 HELD_OUT_SAMPLES = 4                    # sampled completions per held-out problem, at T 0.7
 
 
 @dataclass(frozen=True)
-class Stored:
+class LongRun:
     """One stored run: what it does (``kind``), from which checkpoint, with which config."""
     kind: str                           # "evaluate" | "grpo" | "expert_iteration" | "sft"
     config: object = None               # RunConfig | EIConfig | SFTConfig (None: "evaluate")
@@ -77,52 +77,53 @@ FROM_LONG_SFT_LRS: tuple = (1.5e-5, 5e-5, 1.5e-4)
 FROM_LONG_SFT = replace(SWEEP, iterations=40, eval_every=20, eval_at_start=True)
 PRACTICE = replace(SWEEP, iterations=60, lr=3e-4, beta=0.0, train_pool=64, eval_every=20,
                    eval_at_start=True)
-# Practice's SFT controls on the same 64 problems: at GRPO's CPU (6.1 / 0.166 CPU-s a step, as
-# measured in float32 when the probe was designed), and at GRPO's 30 passes over them (60 steps of
-# 32).
+# Practice's SFT controls on the same 64 problems: at GRPO's CPU (the SFT steps a GRPO run's CPU
+# bought when the probe was designed, fixed since so the stored run stays the same), and at GRPO's
+# 30 passes over them (60 steps of 32).
 PRACTICE_SFT = SFTConfig(steps=2200, batch_size=32, lr=3e-4, warmup=20, eval_every=2200,
                          eval_problems=200, seed=1)
 PRACTICE_SFT_EPOCHS = replace(PRACTICE_SFT, steps=60, warmup=5, eval_every=60)
 EXPERT_ITERATION = EIConfig(iterations=200, warmup=10)
 EI_LRS = (3e-5, 1e-4)
 
-RUNS: dict[str, Stored] = {
-    "start": Stored("evaluate", train_pool=64, note="chapter 7's worked-solution model, scored"),
+RUNS: dict[str, LongRun] = {
+    "start": LongRun("evaluate", train_pool=64, note="chapter 7's worked-solution model, scored"),
     **{f"grpo_lr{lr:g}" + (f"_seed{seed}" if seed else ""):
-       Stored("grpo", replace(SWEEP, lr=lr, seed=seed), note="the lr x length sweep",
-              save_as=f"10_grpo_lr{lr:g}_seed{seed}.safetensors" if lr == VARIANT_LR else "")
+       LongRun("grpo", replace(SWEEP, lr=lr, seed=seed), note="the lr x length sweep",
+               save_as=f"10_grpo_lr{lr:g}_seed{seed}.safetensors" if lr == VARIANT_LR else "")
        for lr in SWEEP_LRS for seed in SEEDS},
     **{"strict_reward" + (f"_seed{seed}" if seed else ""):
-       Stored("grpo", replace(VARIANT, reward="strict", seed=seed),
-              note="reward: the verifier AND every annotation right")
+       LongRun("grpo", replace(VARIANT, reward="strict", seed=seed),
+               note="reward: the verifier AND every annotation right")
        for seed in SEEDS},
     **{"length_constant" + (f"_seed{seed}" if seed else ""):
-       Stored("grpo", replace(VARIANT, aggregation="constant", seed=seed),
-              note="Dr. GRPO's length normalisation: the token sum over a constant, not 1/|o_i|")
+       LongRun("grpo", replace(VARIANT, aggregation="constant", seed=seed),
+               note="Dr. GRPO's length normalisation: the token sum over a constant, not 1/|o_i|")
        for seed in SEEDS},
-    "raw_advantage": Stored("grpo", replace(VARIANT, advantage="raw"),
-                            note="GRPO with 0/1 advantages (no baseline): between expert iteration "
-                                 "and GRPO"),
-    "random_reward": Stored("grpo", replace(VARIANT, reward="random"),
-                            note="a reward that ignores the answer: Bernoulli at the batch's "
-                                 "success rate"),
-    **{f"expert_iteration_lr{lr:g}": Stored("expert_iteration", replace(EXPERT_ITERATION, lr=lr),
-                                           note="sample 32 x 8, keep the right ones, one SFT pass")
+    "raw_advantage": LongRun("grpo", replace(VARIANT, advantage="raw"),
+                             note="GRPO with 0/1 advantages (no baseline): between expert "
+                                  "iteration and GRPO"),
+    "random_reward": LongRun("grpo", replace(VARIANT, reward="random"),
+                             note="a reward that ignores the answer: Bernoulli at the batch's "
+                                  "success rate"),
+    **{f"expert_iteration_lr{lr:g}":
+       LongRun("expert_iteration", replace(EXPERT_ITERATION, lr=lr),
+               note="sample 32 x 8, keep the right ones, one SFT pass")
        for lr in EI_LRS},
-    "practice_grpo": Stored("grpo", PRACTICE, note="GRPO on 64 training problems, over and over"),
-    "practice_sft": Stored("sft", PRACTICE_SFT, train_pool=64,
-                           note="SFT on the same 64 problems, GRPO's CPU"),
-    "practice_sft_epochs": Stored("sft", PRACTICE_SFT_EPOCHS, train_pool=64,
-                                  note="SFT on the same 64 problems, GRPO's 30 passes over them"),
-    "plateau_sft": Stored("sft", LONG_SFT, save_as=PLATEAU_CHECKPOINT,
-                          note="SFT continued to the end of a 3,000-step cosine schedule"),
-    **{f"from_long_sft_lr{lr:g}": Stored("grpo", replace(FROM_LONG_SFT, lr=lr), start="plateau",
-                                        note="GRPO from the long-SFT model")
+    "practice_grpo": LongRun("grpo", PRACTICE, note="GRPO on 64 training problems, over and over"),
+    "practice_sft": LongRun("sft", PRACTICE_SFT, train_pool=64,
+                            note="SFT on the same 64 problems, GRPO's CPU"),
+    "practice_sft_epochs": LongRun("sft", PRACTICE_SFT_EPOCHS, train_pool=64,
+                                   note="SFT on the same 64 problems, GRPO's 30 passes over them"),
+    "plateau_sft": LongRun("sft", LONG_SFT, save_as=PLATEAU_CHECKPOINT,
+                           note="SFT continued to the end of a 3,000-step cosine schedule"),
+    **{f"from_long_sft_lr{lr:g}": LongRun("grpo", replace(FROM_LONG_SFT, lr=lr), start="plateau",
+                                          note="GRPO from the long-SFT model")
        for lr in FROM_LONG_SFT_LRS},
-    **({"from_long_sft_random": Stored("grpo", replace(FROM_LONG_SFT, lr=5e-5, reward="random"),
-                                       start="plateau",
-                                       note="from the long-SFT model, a reward that ignores the "
-                                            "answer")}
+    **({"from_long_sft_random": LongRun("grpo", replace(FROM_LONG_SFT, lr=5e-5, reward="random"),
+                                        start="plateau",
+                                        note="from the long-SFT model, a reward that ignores the "
+                                             "answer")}
        if FROM_LONG_SFT_LRS else {}),
 }
 
@@ -142,7 +143,7 @@ def outcomes_of(name: str, key: str = "greedy", part: str = "held_out",
                 directory: Path | None = None) -> np.ndarray:
     """A stored run's per-problem outcomes on the held-out problems (or its practised ``pool``):
     ``greedy`` 0/1, ``sampled`` the mean of its samples, ``annotations_ok`` likewise. ``directory``:
-    where the run was written (default ``RUNS_DIR``; ``retrain()``'s folder for a re-run)."""
+    where the run was written (default ``RUN_FOLDER``; ``retrain()``'s folder for a re-run)."""
     h = load_run(name, directory)[part]
     if key == "greedy":
         return unbits(h["greedy"])
@@ -165,15 +166,15 @@ def lift(names, against="start", key: str = "greedy", part: str = "held_out",
 
 
 def models_dir(directory: Path | None = None) -> Path:
-    """Where runs written to ``directory`` save their weights (``Stored.save_as``) and find the
-    plateau start: ``data/models/`` for the stored runs (``directory`` None or ``RUNS_DIR``), a
+    """Where runs written to ``directory`` save their weights (``LongRun.save_as``) and find the
+    plateau start: ``data/models/`` for the stored runs (``directory`` None or ``RUN_FOLDER``), a
     ``models/`` folder inside any other ``directory`` (a re-run in scratch)."""
-    if directory is None or Path(directory).resolve() == RUNS_DIR.resolve():
+    if directory is None or Path(directory).resolve() == RUN_FOLDER.resolve():
         return MODELS_DIR
     return Path(directory) / "models"
 
 
-def start_model(spec: Stored, directory: Path | None = None):
+def start_model(spec: LongRun, directory: Path | None = None):
     """The spec's starting ``(model, tok)``: chapter 7's checkpoint, or the plateau model saved
     beside the runs in ``directory`` (``models_dir``)."""
     if spec.start != "plateau" or models_dir(directory) == MODELS_DIR:
@@ -192,7 +193,7 @@ def run(name: str, directory: Path | None = None) -> dict:
     return {"name": name, **result, "cpu_s": round(cpu_s, 1)}
 
 
-def _run(spec: Stored, directory: Path | None = None) -> dict:
+def _run(spec: LongRun, directory: Path | None = None) -> dict:
     model, tok = start_model(spec, directory)
     train, val = PROTOCOL.splits()
     out = {"kind": spec.kind, "start": spec.start, "note": spec.note,
@@ -222,9 +223,9 @@ def _run(spec: Stored, directory: Path | None = None) -> dict:
 
 
 def write(name: str, result: dict, directory: Path | None = None) -> Path:
-    """Store a run as ``directory/NAME.json`` (default ``RUNS_DIR``, read at the call; replaced
+    """Store a run as ``directory/NAME.json`` (default ``RUN_FOLDER``, read at the call; replaced
     atomically)."""
-    directory = RUNS_DIR if directory is None else directory
+    directory = RUN_FOLDER if directory is None else directory
     return write_json(directory / f"{name}.json", result)
 
 
@@ -238,9 +239,9 @@ def _retrain_one(job: tuple) -> str:
 
 
 def load_run(name: str, directory: Path | None = None) -> dict:
-    """A stored run, as ``run`` returned it (from ``directory``, default ``RUNS_DIR`` read at the
+    """A stored run, as ``run`` returned it (from ``directory``, default ``RUN_FOLDER`` read at the
     call); a clear error, naming the command, if it was never run."""
-    directory = RUNS_DIR if directory is None else directory
+    directory = RUN_FOLDER if directory is None else directory
     return read_json(directory / f"{name}.json", f"{MODULE} {name}")
 
 
@@ -312,21 +313,25 @@ def rescore(name: str, n: int = 256) -> tuple[dict, dict]:
     return {k: h[k][:n * m] for k, m in per.items()}, {k: now[k] for k in per}
 
 
-def run_and_store(names, workers: int = 2) -> list:
-    """Run registry entries in ``workers`` processes and store each; ``plateau_sft`` (which the
-    runs from the plateau start from) goes before those runs."""
+def run_and_store(runs=None, workers: int = 2, directory: Path | None = None) -> list:
+    """Run registry entries (``runs``: names, default all) in ``workers`` processes and store each
+    in ``directory`` (default ``RUN_FOLDER``); ``plateau_sft`` (which the runs from the plateau
+    start from) goes before those runs."""
+    names = list(RUNS) if runs is None else list(runs)
+    where = None if directory is None else str(directory)
     first = [n for n in names if RUNS[n].start != "plateau"]
     written = []
     for wave in (first, [n for n in names if n not in first]):
         if wave:
-            written += parallel_map(_run_and_write, wave, workers, desc="stored runs")
+            written += parallel_map(_retrain_one, [(n, where) for n in wave], workers,
+                                    desc="stored runs")
     return written
 
 
 def retrain_dir() -> Path:
-    """Where ``retrain`` writes: ``runstore.writable(RUNS_DIR)``, i.e.
-    ``scratch/runs/10_word_problems/`` (``RUNS_DIR`` itself only under ``GRPO_STORE=1``)."""
-    return writable(RUNS_DIR)
+    """Where ``retrain`` writes: ``runstore.writable(RUN_FOLDER)``, i.e.
+    ``scratch/runs/10_word_problems/`` (``RUN_FOLDER`` itself only under ``GRPO_STORE=1``)."""
+    return writable(RUN_FOLDER)
 
 
 def retrain(names=None, workers: int = 2, again: bool = False) -> Path:
@@ -337,16 +342,14 @@ def retrain(names=None, workers: int = 2, again: bool = False) -> Path:
     directory = retrain_dir()
     names = list(RUNS) if names is None else list(names)
     todo = [n for n in names if again or not (directory / f"{n}.json").is_file()]
-    first = [n for n in todo if RUNS[n].start != "plateau"]
-    for wave in (first, [n for n in todo if n not in first]):
-        if wave:
-            parallel_map(_retrain_one, [(n, str(directory)) for n in wave], workers,
-                         desc="re-training into scratch")
+    if todo:
+        run_and_store(todo, workers, directory)
     return directory
 
 
 def main(argv=None) -> None:
-    command_line(MODULE, __doc__, run_and_store, argv, registry=RUNS, workers=2)
+    command_line(MODULE, __doc__, lambda names, workers: run_and_store(names, workers), argv,
+                 registry=RUNS, workers=2)
 
 
 if __name__ == "__main__":

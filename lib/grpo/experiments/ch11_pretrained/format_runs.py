@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import json
+from pathlib import Path
 from dataclasses import asdict, dataclass, replace
 
 import numpy as np
@@ -35,7 +36,7 @@ from grpo.runstore import (bits, command_line, cpu_timed, read_json, run_dir, un
 from grpo.stats import Lift, paired_lift
 
 MODULE = "grpo.experiments.ch11_pretrained.format_runs"
-DECIDED_DIR = run_dir("11_pretrained") / "decided"
+RUN_FOLDER = run_dir("11_pretrained") / "decided"
 MODEL = "smollm2"
 EVAL_BATCH = 48
 READINGS = ("last_number", "first_equation", "equations_true", "one_equation_format")
@@ -181,7 +182,9 @@ def train_decided(spec: DecidedRun, iterations: int | None = None):
     return policy, tok, log, first
 
 
-def run(name: str) -> dict:
+def run(name: str, directory: Path | None = None) -> dict:
+    """Run one registry entry in this process and return what its ``NAME.json`` stores (a run
+    saves no weights, so ``directory``, where it will be written, changes nothing here)."""
     spec = RUNS[name]
     torch.set_num_threads(1)
 
@@ -202,40 +205,50 @@ def run(name: str) -> dict:
     return out
 
 
-def _run_and_write(name: str) -> str:
-    return str(write_json(DECIDED_DIR / f"{name}.json", run(name)))
+def _run_and_write(job: tuple) -> str:
+    name, where = job                   # (name, folder or None): one picklable item per run
+    directory = RUN_FOLDER if where is None else Path(where)
+    return str(write_json(directory / f"{name}.json", run(name, directory)))
 
 
-def run_and_store(names, workers: int = 1) -> list:
-    return parallel_map(_run_and_write, list(names), workers=workers, desc="runs")
-
-
-RETRAINED: dict = {}
-
-
-def _run_into_scratch(name: str) -> str:
-    return str(write_json(writable(DECIDED_DIR / f"{name}.json"), run(name)))
-
-
-def retrain(names, workers: int = 1) -> list:
-    """The chapter's RETRAIN switch: re-run ``names`` into ``scratch/runs/11_pretrained/decided/``
-    (``grpo.runstore.writable``: never ``data/runs/`` unless ``GRPO_STORE=1``); ``load`` reads
-    them from there from now on."""
-    names = list(names)
+def run_and_store(runs=None, workers: int = 2, directory: Path | None = None) -> list:
+    """Run registry entries (``runs``: names, default all) in ``workers`` processes (in this one
+    when 1) and store each in ``directory`` (default ``RUN_FOLDER``)."""
+    names = list(RUNS) if runs is None else list(runs)
     unknown = [n for n in names if n not in RUNS]
     if unknown:
-        raise ValueError(f"unknown runs {unknown}; the runs are {list(RUNS)}")
-    written = (parallel_map(_run_into_scratch, names, workers=workers, desc="runs")
-               if workers > 1 else [_run_into_scratch(n) for n in names])
-    RETRAINED.update(zip(names, written))
-    return written
+        raise ValueError(f"runs: unknown {unknown}; the runs are {list(RUNS)}")
+    jobs = [(n, None if directory is None else str(directory)) for n in names]
+    if workers == 1:                    # in this process (the notebook's kernel)
+        return [_run_and_write(job) for job in jobs]
+    return parallel_map(_run_and_write, jobs, workers=workers, desc="runs")
 
 
-def load_run(name: str) -> dict:
-    """A stored decided run (or its re-trained twin, after ``retrain``)."""
+def retrain_dir() -> Path:
+    """Where ``retrain`` writes: ``runstore.writable(RUN_FOLDER)``, i.e.
+    ``scratch/runs/11_pretrained/decided/`` (``RUN_FOLDER`` itself only under ``GRPO_STORE=1``)."""
+    return writable(RUN_FOLDER)
+
+
+def retrain(names=None, workers: int = 2, again: bool = False) -> Path:
+    """The chapter's RETRAIN switch: run registry entries (default all) into ``retrain_dir()``,
+    never ``data/runs/``, and return that folder for ``load_run(name, folder)`` and
+    ``endpoints(folder)``. A run already there is kept unless ``again``."""
+    directory = retrain_dir()
+    names = list(RUNS) if names is None else list(names)
+    todo = [n for n in names if again or not (directory / f"{n}.json").is_file()]
+    if todo:
+        run_and_store(todo, workers, directory)
+    return directory
+
+
+def load_run(name: str, directory: Path | None = None) -> dict:
+    """A stored decided run, from ``directory`` (default ``RUN_FOLDER``; ``retrain()``'s folder
+    for a re-run); a clear error, naming the command, if it was never run."""
     if name not in RUNS:
-        raise ValueError(f"unknown run {name!r}; the runs are {list(RUNS)}")
-    return read_json(RETRAINED.get(name, DECIDED_DIR / f"{name}.json"), f"{MODULE} {name}")
+        raise ValueError(f"name: unknown run {name!r}; the runs are {list(RUNS)}")
+    directory = RUN_FOLDER if directory is None else Path(directory)
+    return read_json(directory / f"{name}.json", f"{MODULE} {name}")
 
 
 # ----------------------------------------------------------------------------- reading the runs
@@ -252,9 +265,15 @@ def start_of(arm: str) -> str:
     return f"start_{D.DESIGN.arms[arm].prompt}"
 
 
+def _readings_of(name: str, part: str, directory: Path | None = None) -> dict:
+    path = (RUN_FOLDER if directory is None else Path(directory)) / f"{name}.json"
+    stamp = path.stat().st_mtime_ns if path.is_file() else 0   # a re-run file is read afresh
+    return _readings_cached(name, part, None if directory is None else str(directory), stamp)
+
+
 @functools.lru_cache(maxsize=None)
-def _readings_of(name: str, part: str) -> dict:
-    run_ = load_run(name)
+def _readings_cached(name: str, part: str, directory: str | None, stamp: int) -> dict:
+    run_ = load_run(name, directory)
     if part == "selection":
         return {p: readings(g["texts"], unbits(g["ended"]), D.selection_problems())
                 for p, g in run_["selection"].items()}
@@ -262,11 +281,12 @@ def _readings_of(name: str, part: str) -> dict:
     return readings(scored["texts"], unbits(scored["ended"]), D.held_out_problems())
 
 
-def reading(name: str, which: str) -> np.ndarray:
-    """One reading of a stored run's greedy held-out answers, per problem (0/1)."""
+def reading(name: str, which: str, directory: Path | None = None) -> np.ndarray:
+    """One reading of a stored run's greedy held-out answers, per problem (0/1), read from
+    ``directory`` (as ``load_run``)."""
     if which not in READINGS:
         raise ValueError(f"which must be one of {READINGS}, got {which!r}")
-    return _readings_of(name, "held_out")[which]
+    return _readings_of(name, "held_out", directory)[which]
 
 
 def selection_scores() -> dict:
@@ -286,25 +306,30 @@ def _paired(before, after) -> Lift:
     return paired_lift(before, after, clusters=D.chains_of(D.held_out_problems()))
 
 
-def lift(arm: str, which: str = "first_equation", against: str | None = None) -> Lift:
+def arm_lift(arm: str, which: str = "first_equation", against: str | None = None,
+             directory: Path | None = None) -> Lift:
     """An arm's paired lift in one reading over a start (its own, by default), on the held-out
-    problems, their calculations resampled, with its seeds' spread (``grpo.stats.paired_lift``)."""
+    problems, their calculations resampled, with its seeds' spread (``grpo.stats.paired_lift``);
+    every run read from ``directory`` (as ``load_run``)."""
     against = against or start_of(arm)
-    return _paired(reading(against, which), np.stack([reading(n, which) for n in arm_runs(arm)]))
+    return _paired(reading(against, which, directory),
+                   np.stack([reading(n, which, directory) for n in arm_runs(arm)]))
 
 
-def best_format_start(which: str = "last_number") -> str:
+def best_format_start(which: str = "last_number", directory: Path | None = None) -> str:
     """The format-given start with the highest share of ``which`` on the held-out problems: the
     baseline a lift must beat to be more than format (chosen on the held-out problems themselves,
     which favours the baseline)."""
-    return max((f"start_{p}" for p in D.FORMAT_PROMPTS), key=lambda n: reading(n, which).mean())
+    return max((f"start_{p}" for p in D.FORMAT_PROMPTS),
+               key=lambda n: reading(n, which, directory).mean())
 
 
-def gap_lift(arm: str) -> Lift:
+def gap_lift(arm: str, directory: Path | None = None) -> Lift:
     """How much more an arm lifts the last number than the first equation: per problem,
     (last - first) after minus (last - first) before, paired and resampled as ``lift``."""
     def shifted(name):                  # (1 + last - first) / 2 lies in [0, 1]
-        return (1 + reading(name, "last_number") - reading(name, "first_equation")) / 2
+        return (1 + reading(name, "last_number", directory)
+                - reading(name, "first_equation", directory)) / 2
     x = _paired(shifted(start_of(arm)), np.stack([shifted(n) for n in arm_runs(arm)]))
     return replace(x, points=2 * x.points, ci95=tuple(2 * v for v in x.ci95),
                    per_seed=tuple(2 * v for v in x.per_seed),
@@ -312,33 +337,34 @@ def gap_lift(arm: str) -> Lift:
                    problem_half=2 * x.problem_half, seed_half=2 * x.seed_half)
 
 
-def minus(arm: str, control: str, which: str = "first_equation") -> Lift:
+def minus(arm: str, control: str, which: str = "first_equation",
+          directory: Path | None = None) -> Lift:
     """``arm``'s seed s against ``control``'s seed s, in one reading: what the arm's reward adds
     over the control's, on the same prompts."""
-    return _paired(np.stack([reading(n, which) for n in arm_runs(control)]),
-                   np.stack([reading(n, which) for n in arm_runs(arm)]))
+    return _paired(np.stack([reading(n, which, directory) for n in arm_runs(control)]),
+                   np.stack([reading(n, which, directory) for n in arm_runs(arm)]))
 
 
-def sampled_correct(name: str) -> np.ndarray:
+def sampled_correct(name: str, directory: Path | None = None) -> np.ndarray:
     """(pass@k problems, samples) 0/1: whether each stored sample's last number is right."""
-    s = load_run(name)["held_out"]["sampled"]
+    s = load_run(name, directory)["held_out"]["sampled"]
     probs = [p for p in pass_k_problems() for _ in range(s["samples"])]
     right = [last_number_reward(t, p["answer"]) for t, p in zip(s["texts"], probs, strict=True)]
     return np.array(right).reshape(-1, s["samples"])
 
 
-def pass_at_k_curve(names) -> dict:
+def pass_at_k_curve(names, directory: Path | None = None) -> dict:
     """k -> mean unbiased pass@k (``grpo.lm.eval.pass_at_k_per_problem``) over ``names``' runs."""
     ks = D.DESIGN.pass_at_k
-    return {k: float(np.mean([pass_at_k_per_problem(sampled_correct(n), k).mean()
+    return {k: float(np.mean([pass_at_k_per_problem(sampled_correct(n, directory), k).mean()
                               for n in names])) for k in ks}
 
 
-def pass_at_k_lift(arm: str, k: int) -> Lift:
+def pass_at_k_lift(arm: str, k: int, directory: Path | None = None) -> Lift:
     """The arm's paired lift in pass@k over its start, on the pass@k problems (each a distinct
     calculation), with its seeds' spread."""
-    base = pass_at_k_per_problem(sampled_correct(start_of(arm)), k)
-    return paired_lift(base, np.stack([pass_at_k_per_problem(sampled_correct(n), k)
+    base = pass_at_k_per_problem(sampled_correct(start_of(arm), directory), k)
+    return paired_lift(base, np.stack([pass_at_k_per_problem(sampled_correct(n, directory), k)
                                        for n in arm_runs(arm)]))
 
 
@@ -356,10 +382,11 @@ def design_record() -> dict:
                           for p, r in selection_scores().items()}}
 
 
-def beyond_best_format(arm: str, which: str = "last_number") -> Lift:
+def beyond_best_format(arm: str, which: str = "last_number",
+                       directory: Path | None = None) -> Lift:
     """An arm's paired lift in one reading over the best format-given start
     (``best_format_start``): what the arm gives beyond what a prompt gives for free."""
-    return lift(arm, which, against=best_format_start(which))
+    return arm_lift(arm, which, best_format_start(which, directory), directory)
 
 
 @dataclass(frozen=True)
@@ -381,17 +408,20 @@ SECONDARY = ("last_number", "beyond_best_format", "gap", "minus_format_reward",
              "minus_random_reward", "pass_at_1", "pass_at_16", "chapter_prompt_beyond_format")
 
 
-def endpoints() -> Endpoints:
+def endpoints(directory: Path | None = None) -> Endpoints:
     """The primary endpoint (the 'grpo' arm's first-equation lift over its start) and the eight
-    secondary ones of ``design.DESIGN``, in its order, Holm-corrected as one family."""
+    secondary ones of ``design.DESIGN``, in its order, Holm-corrected as one family; every run
+    read from ``directory`` (as ``load_run``: the stored runs, or ``retrain()``'s folder)."""
+    d = directory
     from grpo.stats import holm
     secondary = dict(zip(SECONDARY, (
-        lift("grpo", "last_number"), beyond_best_format("grpo"), gap_lift("grpo"),
-        minus("grpo", "format_reward"), minus("grpo", "random_reward"),
-        pass_at_k_lift("grpo", 1), pass_at_k_lift("grpo", 16),
-        beyond_best_format("grpo_chapter_prompt")), strict=True))
+        arm_lift("grpo", "last_number", None, d), beyond_best_format("grpo", "last_number", d),
+        gap_lift("grpo", d), minus("grpo", "format_reward", "first_equation", d),
+        minus("grpo", "random_reward", "first_equation", d),
+        pass_at_k_lift("grpo", 1, d), pass_at_k_lift("grpo", 16, d),
+        beyond_best_format("grpo_chapter_prompt", "last_number", d)), strict=True))
     adjusted = holm([x.p_value for x in secondary.values()])
-    return Endpoints(primary=lift("grpo", "first_equation"), secondary=secondary,
+    return Endpoints(primary=arm_lift("grpo", "first_equation", None, d), secondary=secondary,
                      holm_p={k: float(p) for k, p in zip(secondary, adjusted, strict=True)},
                      detectable=D.DESIGN.power["detectable_points"])
 
@@ -427,7 +457,8 @@ def replay(name: str = "grpo_seed0", n: int = 2) -> tuple[dict, dict]:
 
 
 def main(argv=None) -> None:
-    command_line(MODULE, __doc__, run_and_store, argv, registry=RUNS, workers=1)
+    command_line(MODULE, __doc__, lambda names, workers: run_and_store(names, workers), argv,
+                 registry=RUNS, workers=2)
 
 
 if __name__ == "__main__":

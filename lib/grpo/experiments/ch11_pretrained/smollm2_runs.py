@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import functools
 import json
+from pathlib import Path
 import re
-import time
 from dataclasses import asdict, dataclass, replace
 
 import numpy as np
@@ -38,10 +38,11 @@ from grpo.lm.hf import (HFConfig, encode_prompts, load_model, chat_prompt_text, 
 from grpo.lm.verifier import (last_number, last_number_reward, random_rewards, reference_answer,
                               safe_arith)
 from grpo.pool import parallel_map
-from grpo.runstore import bits, command_line, read_json, run_dir, unbits, writable, write_json
+from grpo.runstore import (bits, command_line, cpu_timed, read_json, run_dir, unbits, writable,
+                           write_json)
 
 MODULE = "grpo.experiments.ch11_pretrained.smollm2_runs"
-RUNS_DIR = run_dir("11_pretrained")
+RUN_FOLDER = run_dir("11_pretrained")
 MODEL = "smollm2"
 # The recipe: four prompts, a group of 8, pure sampling at T 1, a 64-token budget, beta 0.04 and
 # Adam at 1e-5 for 10 iterations: the probe in the chapter's issue (1e-5 lifted, 3e-6 did not, on
@@ -297,83 +298,105 @@ def train_smollm2_sft(spec: Spec, cpu_budget: float, sets: dict | None = None,
     optimizer = torch.optim.Adam(policy.parameters(), lr=RECIPE.lr)
     order = sft_order(spec.seed, len(sets["train"]))
     log, used, step = [], 0.0, 0
-    while used < cpu_budget if steps is None else step < steps:
-        cpu0 = time.process_time()
-        batch = [sets["train"][order[step * batch_size + i]] for i in range(batch_size)]
+
+    def sft_step(batch):
         optimizer.zero_grad(set_to_none=True)
         loss = solution_nll(policy, tok, batch)
         loss.backward()
         optimizer.step()
-        used += time.process_time() - cpu0
+        return loss
+
+    while used < cpu_budget if steps is None else step < steps:
+        batch = [sets["train"][order[step * batch_size + i]] for i in range(batch_size)]
+        loss, cpu_s = cpu_timed(sft_step, batch)
+        used += cpu_s
         log.append({"loss": float(loss), "cpu_s": used})
         step += 1
     return policy, tok, log
 
 
-def run(name: str) -> dict:
+def run(name: str, directory: Path | None = None) -> dict:
+    """Run one registry entry in this process and return what its ``NAME.json`` stores; SFT reads
+    its CPU budget from ``grpo_seed0`` in ``directory`` (default ``RUN_FOLDER``)."""
     spec = RUNS[name]
     torch.set_num_threads(1)
-    cpu0 = time.process_time()
-    sets = problems()
     out = {"name": name, "spec": asdict(spec), "recipe": asdict(RECIPE),
            "eval": {"one_step": ONE_STEP, "two_step": TWO_STEP, "long_budget": LONG_BUDGET,
                     "sampled": SAMPLED, "sampled_G": SAMPLED_G}}
-    if spec.kind == "evaluate":
-        model, tok = load_model(MODEL, "cpu")
-    elif spec.kind == "grpo":
-        model, tok, out["log"], out["first_batch"] = train_smollm2_grpo(spec, sets=sets)
-    else:
-        budget = sum(s["cpu_s"] for s in load_run("grpo_seed0")["log"])
-        model, tok, out["log"] = train_smollm2_sft(spec, budget, sets)
-        out["cpu_budget"] = budget
-    out["train_cpu_s"] = round(time.process_time() - cpu0, 1)
-    out["held_out"] = evaluate_held_out(model, tok, spec, sets)
-    out["cpu_s"] = round(time.process_time() - cpu0, 1)
+
+    def train():
+        sets = problems()
+        if spec.kind == "evaluate":
+            return (*load_model(MODEL, "cpu"), sets)
+        if spec.kind == "grpo":
+            model, tok, out["log"], out["first_batch"] = train_smollm2_grpo(spec, sets=sets)
+            return model, tok, sets
+        out["cpu_budget"] = sum(s["cpu_s"] for s in load_run("grpo_seed0", directory)["log"])
+        model, tok, out["log"] = train_smollm2_sft(spec, out["cpu_budget"], sets)
+        return model, tok, sets
+
+    (model, tok, sets), train_cpu = cpu_timed(train)
+    out["held_out"], eval_cpu = cpu_timed(evaluate_held_out, model, tok, spec, sets)
+    out["train_cpu_s"] = round(train_cpu, 1)
+    out["cpu_s"] = round(train_cpu + eval_cpu, 1)
     return out
 
 
-def _run_and_write(name: str) -> str:
-    return str(write_json(RUNS_DIR / f"{name}.json", run(name)))
+def _run_and_write(job: tuple) -> str:
+    name, where = job                   # (name, folder or None): one picklable item per run
+    directory = RUN_FOLDER if where is None else Path(where)
+    return str(write_json(directory / f"{name}.json", run(name, directory)))
 
 
-# Runs re-trained by the chapter's RETRAIN switch (``retrain``): name -> the scratch file to read.
-RETRAINED: dict = {}
-
-
-def _run_into_scratch(name: str) -> str:
-    return str(write_json(writable(RUNS_DIR / f"{name}.json"), run(name)))
-
-
-def retrain(names, workers: int = 1) -> list:
-    """The chapter's RETRAIN switch: re-run ``names`` and write each where
-    ``grpo.runstore.writable`` says (``scratch/runs/11_pretrained/``, never ``data/runs/`` unless
-    ``GRPO_STORE=1``); ``load_run`` reads them from there from now on. ``sft`` runs last, on the
-    CPU budget of ``grpo_seed0`` as ``load_run`` then finds it."""
-    names = list(names)
+def run_and_store(runs=None, workers: int = 2, directory: Path | None = None) -> list:
+    """Run registry entries (``runs``: names, default all) in ``workers`` processes (in this one
+    when 1) and store each in ``directory`` (default ``RUN_FOLDER``); ``sft`` last, on the CPU
+    budget of ``grpo_seed0`` as it then finds it there."""
+    names = list(RUNS) if runs is None else list(runs)
     unknown = [n for n in names if n not in RUNS]
     if unknown:
-        raise ValueError(f"unknown runs {unknown}; the runs are {list(RUNS)}")
-    first = [n for n in names if n != "sft"]
-    if workers == 1:                    # in this process (the notebook's kernel)
-        written = [_run_into_scratch(n) for n in first]
-    else:
-        written = parallel_map(_run_into_scratch, first, workers=workers, desc="runs")
-    RETRAINED.update(zip(first, written))
-    if "sft" in names:
-        RETRAINED["sft"] = _run_into_scratch("sft")
-        written.append(RETRAINED["sft"])
+        raise ValueError(f"runs: unknown {unknown}; the runs are {list(RUNS)}")
+    where = None if directory is None else str(directory)
+    written = []
+    for wave in ([n for n in names if n != "sft"], [n for n in names if n == "sft"]):
+        jobs = [(n, where) for n in wave]
+        if workers == 1 or len(jobs) <= 1:
+            written += [_run_and_write(job) for job in jobs]
+        else:
+            written += parallel_map(_run_and_write, jobs, workers=workers, desc="runs")
     return written
 
 
-def load_run(name: str) -> dict:
-    """A stored run (or its re-trained twin in scratch, after ``retrain``); a clear error if it
-    was never run."""
-    return read_json(RETRAINED.get(name, RUNS_DIR / f"{name}.json"), f"{MODULE} {name}")
+def retrain_dir() -> Path:
+    """Where ``retrain`` writes: ``runstore.writable(RUN_FOLDER)``, i.e.
+    ``scratch/runs/11_pretrained/`` (``RUN_FOLDER`` itself only under ``GRPO_STORE=1``)."""
+    return writable(RUN_FOLDER)
 
 
-def outcomes_of(name: str, part: str = "one_step", key: str = "greedy") -> np.ndarray:
-    """A stored run's per-problem outcomes on a held-out set: (problems,) or (problems, samples)."""
-    scored = load_run(name)["held_out"][part]
+def retrain(names=None, workers: int = 2, again: bool = False) -> Path:
+    """Re-run registry entries (default all) into ``retrain_dir()``, never ``data/runs/``, and
+    return that folder for ``load_run(name, folder)``. A run already there is kept unless
+    ``again``."""
+    directory = retrain_dir()
+    names = list(RUNS) if names is None else list(names)
+    todo = [n for n in names if again or not (directory / f"{n}.json").is_file()]
+    if todo:
+        run_and_store(todo, workers, directory)
+    return directory
+
+
+def load_run(name: str, directory: Path | None = None) -> dict:
+    """A stored run, from ``directory`` (default ``RUN_FOLDER``; ``retrain()``'s folder for a
+    re-run); a clear error, naming the command, if it was never run."""
+    directory = RUN_FOLDER if directory is None else Path(directory)
+    return read_json(directory / f"{name}.json", f"{MODULE} {name}")
+
+
+def outcomes_of(name: str, key: str = "greedy", part: str = "one_step",
+                directory: Path | None = None) -> np.ndarray:
+    """A stored run's per-problem outcomes on a held-out set: (problems,) or (problems, samples),
+    read from ``directory`` (as ``load_run``)."""
+    scored = load_run(name, directory)["held_out"][part]
     return unbits(scored[key], scored.get("samples", 1) if key == "sampled" else 1)
 
 
@@ -438,13 +461,14 @@ def _paired(base, treated, part: str, where: str, runs: list):
                        clusters=[ch for ch, k in zip(chains(part), keep) if k])
 
 
-def lift(names, against: str = "start", part: str = "one_step", where: str = "all"):
+def chain_lift(names, against: str = "start", part: str = "one_step", where: str = "all"):
     """The paired greedy lift (``grpo.stats.paired_lift``) of stored runs (one, or a list of seeds)
     over another run (the start, or a control), on one held-out set, its distinct calculations
     resampled (``chains``). ``where="new"`` keeps the problems whose chain no run compared trained
     on (``new_chain``), ``"seen"`` the rest."""
     names = [names] if isinstance(names, str) else list(names)
-    return _paired(outcomes_of(against, part), np.stack([outcomes_of(n, part) for n in names]),
+    return _paired(outcomes_of(against, part=part),
+                   np.stack([outcomes_of(n, part=part) for n in names]),
                    part, where, [against, *names])
 
 
@@ -452,7 +476,7 @@ def grpo_minus(arm: str, where: str = "all"):
     """GRPO's paired greedy lift over a control arm on the one-step held-out set, its distinct
     calculations resampled: seed by seed where the control has seeds (its seed s against GRPO's
     seed s, so the format control's three meet GRPO's three planned seeds), else GRPO's seeds
-    against the control's one run (SFT). ``where`` as ``lift``'s."""
+    against the control's one run (SFT). ``where`` as ``chain_lift``'s."""
     control, grpo = arms()[arm], arms()["grpo"]
     if len(control) > 1:
         grpo = grpo[:len(control)]
@@ -493,9 +517,9 @@ def text_scores(name: str, part: str = "one_step") -> dict | None:
 
 def reading_lift(names, reading: str, against: str = "start", part: str = "one_step",
                  where: str = "all"):
-    """``lift`` for another reading of the answers than the reward's (``text_readings``): the
+    """``chain_lift`` for another reading of the answers than the reward's (``text_readings``): the
     paired lift of stored runs (one, or a list of seeds) over another run, distinct calculations
-    resampled, on the problems ``where`` says (``lift``'s)."""
+    resampled, on the problems ``where`` says (``chain_lift``'s)."""
     if reading not in READINGS:
         raise ValueError(f"reading must be one of {READINGS}, got {reading!r}")
     names = [names] if isinstance(names, str) else list(names)
@@ -541,16 +565,9 @@ def replay(name: str = "grpo_seed0", n: int = 2) -> tuple[dict, dict]:
     return plain(stored["log"], stored["first_batch"]), json.loads(json.dumps(plain(log, first)))
 
 
-def run_and_store(names, workers: int = 1) -> list:
-    """Run ``names`` in ``workers`` processes and store each; ``sft`` last, alone (it spends
-    ``grpo_seed0``'s stored CPU)."""
-    first = [n for n in names if n != "sft"]
-    written = parallel_map(_run_and_write, first, workers=workers, desc="runs") if first else []
-    return written + ([_run_and_write("sft")] if "sft" in names else [])
-
-
 def main(argv=None) -> None:
-    command_line(MODULE, __doc__, run_and_store, argv, registry=RUNS, workers=1)
+    command_line(MODULE, __doc__, lambda names, workers: run_and_store(names, workers), argv,
+                 registry=RUNS, workers=2)
 
 
 if __name__ == "__main__":

@@ -5,10 +5,10 @@ there in CPU-seconds a run) carries the grids that need many seeds; chapter 7's 
 on word problems carries the one question whose answers must vary in length (loss aggregation).
 Seeds are fixed here, before running.
 
-    addition grids (``grids``, read and written by ``grpo.runstore.grids.stored_jobs``, one file
-    each in ``data/runs/12_practice/``), from chapter 9's stored SFT run (its weights at the starts,
-    read from ``data/runs/09_addition/sft/``):
-        lr_ladder      the recipe at lr 1e-6 (TRL's default) up to 1e-2
+    addition grids (``grids``, read and written by ``grpo.runstore.addition_jobs.stored_jobs``, one
+    file each in ``data/runs/12_practice/``), from chapter 9's stored SFT run (its weights at the
+    starts, read from ``data/runs/09_addition/sft/``):
+        lr_ladder      the recipe at lr 1e-6 (DeepSeekMath's RL rate) up to 1e-2
         truncation     the recipe with a 4-token budget, which cuts every three-digit sum's answer
         dynamic        from early in the SFT run, where most groups are all wrong: plain against
                        DAPO's refill
@@ -32,29 +32,28 @@ import numpy as np
 import torch
 
 from grpo import checks
-from grpo.lm import addition as A
+from grpo.lm.addition import addition_tokenizer
 from grpo.lm.data import PROTOCOL, encode_problem
 from grpo.lm.grpo import RATIO_LEVELS
 from grpo.lm.model import sample
 from grpo.lm.rl import RunConfig, train_lm_grpo
 from grpo.lm.verifier import reward
 from grpo.pool import parallel_map
+from grpo.seeding import seeded_generator
 from grpo.runstore import (STORE_ENV, command_line, cpu_timed, read_json, run_dir, writable,
                            write_json)
-from grpo.runstore.grids import stored_jobs, stored_sft_run
+from grpo.runstore.addition_jobs import (GRPO_RECIPE, LEVELS, SFT_RUN, Job, stored_jobs,
+                                         stored_sft_run)
 
 MODULE = "grpo.experiments.ch12_practice.failure_runs"
-RUNS_DIR = run_dir("12_practice")
+RUN_FOLDER = run_dir("12_practice")
 READER = f"python -m {MODULE}"
-CH9_SFT_DIR = run_dir("09_addition") / "sft"          # chapter 9's stored SFT run: the starts
-CH9_READER = "chapter 9: jupyter execute chapters/09_grpo_addition.ipynb"
 SEEDS = (0, 1, 2)
 
-# Addition: chapter 9's SFT run and its recipe. START is chapter 9's start (the first check at
-# validation greedy >= 0.36); LOW its first kept check, where most groups are all wrong.
-LEVELS = (0.03, 0.1, 0.2, 0.36, 0.5, 0.7, 0.85, 0.95)
-SFT_RUN = replace(A.SFT_RECIPE, eval_every=10)
-R = A.GRPO_RECIPE
+# Addition: chapter 9's stored SFT run and its recipe, read from the run store. START is chapter 9's
+# start (the first check at validation greedy >= 0.36); LOW its first kept check, where most groups
+# are all wrong.
+R = GRPO_RECIPE
 LRS = (1e-6, 1e-5, 1e-4, 1e-3, 1e-2)
 SHORT_BUDGET = 4          # '####', '▁' and two digits: a three-digit sum's answer is cut
 REUSE = 4                 # K optimizer steps per sampled batch, TRL's num_iterations
@@ -82,8 +81,8 @@ class RatioConfig(RunConfig):
 def addition_starts(retrain: bool = False) -> tuple[dict, dict, int, int]:
     """Chapter 9's stored SFT run: ``(val_greedy, starts, START, LOW)``, validation greedy accuracy
     by SFT step, the weights at each level's first check, and the two starts used here."""
-    history, starts = stored_sft_run("sft_run", SFT_RUN, LEVELS, A.addition_tokenizer(),
-                                     folder=CH9_SFT_DIR, reader=CH9_READER, retrain=retrain)
+    history, starts = stored_sft_run("sft_run", SFT_RUN, LEVELS, addition_tokenizer(),
+                                     retrain=retrain)
     val_greedy = dict(zip(history["eval_step"], history["eval_greedy"]))
     start = next(step for step, g in val_greedy.items() if g >= 0.36)
     low = min(starts)
@@ -91,9 +90,9 @@ def addition_starts(retrain: bool = False) -> tuple[dict, dict, int, int]:
 
 
 def grids(start: int, low: int) -> dict:
-    """The addition grids by name, as lists of ``addition.Job`` (the start itself first)."""
+    """The addition grids by name, as lists of ``Job`` (the start itself first)."""
     def job(s, cfg):
-        return A.Job(s, cfg, samples=SAMPLES)
+        return Job(s, cfg, samples=SAMPLES)
     return {
         "lr_ladder": [job(start, None)] + [job(start, replace(R, lr=lr, seed=s))
                                            for lr in LRS for s in SEEDS],
@@ -108,8 +107,8 @@ def grids(start: int, low: int) -> dict:
 
 
 def stored_grid(name: str, jobs, starts: dict, retrain: bool = False) -> list[dict]:
-    """One grid's outputs (``addition.run_jobs``), from ``data/runs/12_practice/<name>.json``."""
-    return stored_jobs(name, jobs, starts, A.addition_tokenizer(), folder=RUNS_DIR, reader=READER,
+    """One grid's outputs (``run_jobs``), from ``data/runs/12_practice/<name>.json``."""
+    return stored_jobs(name, jobs, starts, addition_tokenizer(), folder=RUN_FOLDER, reader=READER,
                        retrain=retrain)
 
 
@@ -126,7 +125,7 @@ def lengths_and_verdicts(model, tok, problems, n: int, seed: int, max_new_tokens
     each completion's token count (its <eos> included) and the verifier's 0/1."""
     prompts = [encode_problem(tok, p)[0] for p in problems]
     tokens, _, mask = sample(model, prompts, n, max_new_tokens, 0.7,
-                             generator=torch.Generator().manual_seed(seed), eos_id=tok.eos_id)
+                             generator=seeded_generator(seed), eos_id=tok.eos_id)
     texts = [tok.decode(t[m].tolist()) for t, m in zip(tokens, mask)]
     right = [int(reward(x, problems[i // n]["answer"])) for i, x in enumerate(texts)]
     return (mask.sum(1).reshape(-1, n).numpy().astype(int),
@@ -161,7 +160,7 @@ def aggregation_runs(retrain: bool = False, workers: int = 2) -> list[dict]:
     """The word-problem runs, read from ``data/runs/12_practice/aggregation.json`` when it holds
     these jobs (or from its scratch twin), else run and written to ``runstore.writable``."""
     checks.boolean("retrain", retrain)
-    path = RUNS_DIR / "aggregation.json"
+    path = RUN_FOLDER / "aggregation.json"
     keys = {"config": repr(WORD), "jobs": [list(j) for j in aggregation_jobs()],
             "held_out": [LENGTH_PROBLEMS, LENGTH_SAMPLES, LENGTH_SEED]}
     for candidate in () if retrain else dict.fromkeys([path, writable(path)]):
@@ -174,18 +173,18 @@ def aggregation_runs(retrain: bool = False, workers: int = 2) -> list[dict]:
     return read_json(writable(path), MODULE)["runs"]
 
 
-def store(workers: int = 2) -> list:
+def store_all(workers: int = 2) -> list:
     """Every stored run of chapter 12, again, into ``data/runs/12_practice/``."""
     os.environ[STORE_ENV] = "1"
     _, starts, start, low = addition_starts()
     for name, jobs in grids(start, low).items():
         stored_grid(name, jobs, starts, retrain=True)
     aggregation_runs(retrain=True, workers=workers)
-    return sorted(RUNS_DIR.glob("*.json"))
+    return sorted(RUN_FOLDER.glob("*.json"))
 
 
 def main(argv=None) -> None:
-    command_line(MODULE, __doc__, store, argv, workers=2)
+    command_line(MODULE, __doc__, store_all, argv, workers=2)
 
 
 if __name__ == "__main__":

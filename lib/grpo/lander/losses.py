@@ -1,5 +1,6 @@
-"""Chapter 6's objectives: GRPO's group advantages (outcome and process), the controls' baselines,
-PPO's GAE, and the GRPO and PPO losses with their closed-form gradients in the logits.
+"""Chapter 6's losses and the credit they weigh: GRPO's group advantages (outcome and process), the
+controls' baselines, PPO's GAE, and the GRPO and PPO losses with their closed-form gradients in the
+logits.
 
 Outcome GRPO z-scores the G returns of a group (``grpo.objectives.group_advantages`` with eps 1e-4)
 and broadcasts the result to every step of the episode; process GRPO normalises the per-step
@@ -195,10 +196,15 @@ def normalize_advantages(adv) -> np.ndarray:
     return adv if len(adv) < 2 else (adv - adv.mean()) / (adv.std(ddof=1) + 1e-8)
 
 
-def ppo_loss_grad(logits, actions, logp_old, adv, clip: float, ent_coef: float):
+class PPOLossGrad(NamedTuple):
+    """What ``ppo_loss_grad`` returns for one minibatch."""
+    d_logits: np.ndarray     # d loss / d logits, (M, N_ACTIONS)
+    clipped: np.ndarray      # per step: whether the clip took the slope away
+
+
+def ppo_loss_grad(logits, actions, logp_old, adv, clip: float, ent_coef: float) -> PPOLossGrad:
     """The gradient of PPO's policy loss -mean(surrogate) - ent_coef * mean(entropy) with respect to
-    the logits (closed form, checked against autograd); entropy's slope is -p * (log p + H).
-    Returns (d loss / d logits, clipped)."""
+    the logits (closed form, checked against autograd); entropy's slope is -p * (log p + H)."""
     _check_rows(logits, actions, logp_old, adv)
     logp_all = log_softmax(logits)
     logp = logp_all[np.arange(len(actions)), actions]
@@ -206,7 +212,7 @@ def ppo_loss_grad(logits, actions, logp_old, adv, clip: float, ent_coef: float):
     p = np.exp(logp_all)
     entropy = -(p * logp_all).sum(1, keepdims=True)
     d = _logits_grad(logp_all, actions, -slope / len(actions))
-    return d + ent_coef / len(actions) * p * (logp_all + entropy), clipped
+    return PPOLossGrad(d + ent_coef / len(actions) * p * (logp_all + entropy), clipped)
 
 
 def ratio_stats(logits, actions, logp_old, clip: float) -> tuple[float, float]:

@@ -1,9 +1,8 @@
 """``make full``'s commands, in the Makefile's order: the chapter, what each writes, the test that
 replays it, and the CPU time its stored runs recorded (each run's own ``cpu_s``).
 
-Two rows are partly estimates, and say so in the README: chapter 12's addition grids store no CPU
-time (its switch states about 12 CPU-minutes), and chapter 11's decided runs
-(``format_runs``) are not all stored yet (about 5 CPU-hours, ``design.DESIGN`` budgets 6).
+One row is partly an estimate, and says so in the README: chapter 12's addition grids store no CPU
+time (its switch states about 12 CPU-minutes).
 ``tests/test_readme.py`` holds README.md's ``make full`` table to these figures and to the Makefile.
 
     python tests/full_runs.py        # the figures, in CPU-minutes
@@ -40,7 +39,6 @@ def _noise() -> float:
 
 
 GRIDS_12_MIN = 12          # chapter 12's addition grids: no CPU stored (its RETRAIN switch's figure)
-DECIDED_11_MIN = 5 * 60    # chapter 11's decided runs, until they are stored
 
 
 @dataclass(frozen=True)
@@ -65,7 +63,7 @@ FULL = [
     FullRun("python -m grpo.experiments.ch11_pretrained.smollm2_runs --all --workers 2", 11,
             "tests/test_pretrained_runs.py", 2, lambda: _each("11_pretrained/*.json") / 60),
     FullRun("python -m grpo.experiments.ch11_pretrained.format_runs --all --workers 2", 11,
-            "tests/test_ch11_design.py", 2, lambda: DECIDED_11_MIN),
+            "tests/test_ch11_design.py", 2, lambda: _each("11_pretrained/decided/*.json") / 60),
     FullRun("python -m grpo.experiments.ch06_lander.main_runs --workers 2", 6,
             "tests/test_lander_main_runs.py", 2,
             lambda: sum(r["cpu_s"] for r in _read("06_lander/main/runs.json")["runs"]) / 60),

@@ -1,5 +1,5 @@
 """Conclusions a student can repeat (``tests/conclusions.py`` says what each rule reads): no word
-of gain beside an interval that includes 0 on any rendered page, and chapters 6-10 and 12 each
+of gain beside an interval that includes 0 on any rendered page, and chapters 6-12 each
 close on a short "What we found". The rules are shown to fail on planted cases first."""
 import json
 
@@ -99,7 +99,7 @@ def test_the_size_rule_counts_sentences_the_trl_line_and_intervals():
         f"6 sentences besides the line on trl.GRPOConfig (at most {C.MAX_SENTENCES})"]
 
 
-def test_chapters_6_to_10_and_12_are_held_to_the_size():
+def test_chapters_6_to_12_are_held_to_the_size():
     assert [p.name[:2] for p in FOUND] == C.FOUND_CHAPTERS
 
 

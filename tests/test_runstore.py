@@ -103,3 +103,13 @@ def test_a_run_computed_now_is_written_to_scratch_unless_a_maintainer_stores_it(
     assert runstore.writable(tmp_path / "elsewhere.json") == tmp_path / "elsewhere.json"
     monkeypatch.setenv(runstore.STORE_ENV, "1")
     assert runstore.writable(stored) == stored.resolve()
+
+
+def test_runs_to_write_skips_what_is_there_unless_again_and_refuses_unknown_names(tmp_path):
+    registry = {"a": 1, "b": 2, "c": 3}
+    (tmp_path / "b.json").write_text("{}")
+    assert runstore.runs_to_write(None, registry, tmp_path) == ["a", "c"]
+    assert runstore.runs_to_write(["b", "a"], registry, tmp_path) == ["a"]
+    assert runstore.runs_to_write(["b", "a"], registry, tmp_path, again=True) == ["b", "a"]
+    with pytest.raises(ValueError, match="runs: unknown"):
+        runstore.runs_to_write(["d"], registry, tmp_path)

@@ -61,6 +61,16 @@ def writable(path) -> Path:
     return path if os.environ.get(STORE_ENV) == "1" else SCRATCH_DIR / "runs" / inside
 
 
+def runs_to_write(names, registry: dict, directory: Path, again: bool = False) -> list:
+    """A ``RETRAIN`` switch's work list: ``names`` (default every entry of ``registry``) less those
+    already written to ``directory``, unless ``again``. A name not in ``registry`` is refused."""
+    names = list(registry) if names is None else list(names)
+    unknown = [n for n in names if n not in registry]
+    if unknown:
+        raise ValueError(f"runs: unknown {unknown}; the runs are {list(registry)}")
+    return [n for n in names if again or not (Path(directory) / f"{n}.json").is_file()]
+
+
 def write_json(path, payload, *, indent: int | None = 1, sort_keys: bool = False) -> Path:
     """``payload`` as JSON text at ``path`` (with a final newline), atomically; a file that already
     holds the same text is left untouched."""
@@ -174,7 +184,8 @@ def command_line(module: str, doc: str, store: Callable, argv=None, *,
         print("wrote", path)
 
 
-__all__ = ["DATA_DIR", "RUNS_DIR", "SCRATCH_DIR", "STORE_ENV", "run_dir", "writable", "write_json",
+__all__ = ["DATA_DIR", "RUNS_DIR", "SCRATCH_DIR", "STORE_ENV", "run_dir", "writable",
+           "runs_to_write", "write_json",
            "write_json_rows", "write_weights",
            "read_weights", "write_arrays", "read_arrays", "read_json", "bits", "unbits",
            "cpu_timed", "command_line"]

@@ -39,8 +39,8 @@ from grpo.lm.tokenizer import Tokenizer
 from grpo.lm.train import SFTConfig, sft
 from grpo.runstore.models import MODELS_DIR, SFT_CHECKPOINT, SFT_TOKENIZER, load_sft
 from grpo.pool import parallel_map
-from grpo.runstore import (bits, command_line, cpu_timed, read_json, run_dir, unbits,
-                           writable, write_json)
+from grpo.runstore import (bits, command_line, cpu_timed, read_json, run_dir,
+                           runs_to_write, unbits, writable, write_json)
 
 RUN_FOLDER = run_dir("10_word_problems")
 MODULE = "grpo.experiments.ch10_word_problems.long_runs"
@@ -340,8 +340,7 @@ def retrain(names=None, workers: int = 2, again: bool = False) -> Path:
     ``models/``), and return that folder for ``load_run(name, folder)``. A run already there is
     kept unless ``again`` (the chapter's switch then serves its lab page too)."""
     directory = retrain_dir()
-    names = list(RUNS) if names is None else list(names)
-    todo = [n for n in names if again or not (directory / f"{n}.json").is_file()]
+    todo = runs_to_write(names, RUNS, directory, again)
     if todo:
         run_and_store(todo, workers, directory)
     return directory

@@ -31,8 +31,8 @@ from grpo.lm.eval import pass_at_k_per_problem
 from grpo.lm.hf import encode_prompts, load_model, sample_completions, train_hf_grpo
 from grpo.lm.verifier import last_number_reward
 from grpo.pool import parallel_map
-from grpo.runstore import (bits, command_line, cpu_timed, read_json, run_dir, unbits, writable,
-                           write_json)
+from grpo.runstore import (bits, command_line, cpu_timed, read_json, run_dir,
+                           runs_to_write, unbits, writable, write_json)
 from grpo.stats import Lift, paired_lift
 
 MODULE = "grpo.experiments.ch11_pretrained.format_runs"
@@ -235,8 +235,7 @@ def retrain(names=None, workers: int = 2, again: bool = False) -> Path:
     never ``data/runs/``, and return that folder for ``load_run(name, folder)`` and
     ``endpoints(folder)``. A run already there is kept unless ``again``."""
     directory = retrain_dir()
-    names = list(RUNS) if names is None else list(names)
-    todo = [n for n in names if again or not (directory / f"{n}.json").is_file()]
+    todo = runs_to_write(names, RUNS, directory, again)
     if todo:
         run_and_store(todo, workers, directory)
     return directory

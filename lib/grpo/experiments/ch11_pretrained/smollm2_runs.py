@@ -38,8 +38,8 @@ from grpo.lm.hf import (HFConfig, encode_prompts, load_model, chat_prompt_text, 
 from grpo.lm.verifier import (last_number, last_number_reward, random_rewards, reference_answer,
                               safe_arith)
 from grpo.pool import parallel_map
-from grpo.runstore import (bits, command_line, cpu_timed, read_json, run_dir, unbits, writable,
-                           write_json)
+from grpo.runstore import (bits, command_line, cpu_timed, read_json, run_dir,
+                           runs_to_write, unbits, writable, write_json)
 
 MODULE = "grpo.experiments.ch11_pretrained.smollm2_runs"
 RUN_FOLDER = run_dir("11_pretrained")
@@ -378,8 +378,7 @@ def retrain(names=None, workers: int = 2, again: bool = False) -> Path:
     return that folder for ``load_run(name, folder)``. A run already there is kept unless
     ``again``."""
     directory = retrain_dir()
-    names = list(RUNS) if names is None else list(names)
-    todo = [n for n in names if again or not (directory / f"{n}.json").is_file()]
+    todo = runs_to_write(names, RUNS, directory, again)
     if todo:
         run_and_store(todo, workers, directory)
     return directory

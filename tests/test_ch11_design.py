@@ -129,7 +129,7 @@ def test_the_detectable_effect_is_detected_four_times_in_five():
 def test_the_design_is_one_record_and_names_its_arms_prompts_and_seeds():
     record = json.loads(json.dumps(D.DESIGN.as_record()))
     assert set(record["arms"]) == {"grpo", "format_reward", "random_reward", "grpo_chapter_prompt"}
-    assert all(a["prompt"] in D.PROMPTS and a["reward"] in P.REWARDS
+    assert all(a["prompt"] in D.FIRST_PROMPTS and a["reward"] in P.REWARDS
                for a in record["arms"].values())
     assert record["seeds"] == D.SEEDS and record["train_prompt"] == D.TRAIN_PROMPT
     assert len(record["secondary"]) == 8
@@ -137,7 +137,7 @@ def test_the_design_is_one_record_and_names_its_arms_prompts_and_seeds():
 
 def test_the_stored_selection_chose_the_training_prompt():
     scores = F.selection_scores()
-    assert set(scores) == set(D.PROMPTS)
+    assert set(scores) == set(D.FIRST_PROMPTS)
     assert F.chosen_prompt(scores) == D.TRAIN_PROMPT
 
 

@@ -115,13 +115,13 @@ def trl_dataset(rows, tokenizer, instruction: str = INSTRUCTION):
 # ----------------------------------------------------------------------------- one GRPO step
 
 def chat_prompt_text(tokenizer, question: str, instruction: str = INSTRUCTION,
-                     example: tuple[str, str] | None = None) -> str:
+                     examples: tuple = ()) -> str:
     """The question with the answer-format instruction (none when ``instruction`` is ""), in the
-    model's chat template if it has one. ``example``, a ``(question, answer)`` pair, goes first as
-    one worked exchange under the same instruction (a one-shot prompt)."""
+    model's chat template if it has one. ``examples``, ``(question, answer)`` pairs, go first, each
+    as one worked exchange under the same instruction (one pair: a one-shot prompt)."""
     def ask(q):
         return f"{q}\n{instruction}" if instruction else q
-    turns = [] if example is None else [("user", ask(example[0])), ("assistant", example[1])]
+    turns = [turn for q, a in examples for turn in (("user", ask(q)), ("assistant", a))]
     turns.append(("user", ask(question)))
     if getattr(tokenizer, "chat_template", None):
         messages = [{"role": role, "content": text} for role, text in turns]
@@ -434,13 +434,16 @@ def pick_device(device: str) -> str:
                        "the CPU anyway (slow for a real model; fine for a tiny local one).")
 
 
-def train_hf_grpo(cfg: HFConfig, batches, verifier=None, reward=None, on_step=None, render=None):
+def train_hf_grpo(cfg: HFConfig, batches, verifier=None, reward=None, on_step=None, render=None,
+                  checkpoint=None):
     """The GRPO loop on ``cfg.model``: load the model, freeze a copy as the reference (when
     ``cfg.beta > 0``), then one ``grpo_step`` per item of ``batches``, each a pair
     ``(questions, answers)``, scored by ``verifier`` or ``reward`` and prompted by ``render`` as
     ``grpo_step`` says, its samples drawn by a generator seeded with ``cfg.seed``. Each step's stats
-    gain ``cpu_s``, its CPU-seconds; ``on_step(step, stats)`` sees them after each step. Returns
-    (policy, tokenizer, list of step stats)."""
+    gain ``cpu_s``, its CPU-seconds; ``on_step(step, stats)`` sees them after each step, and
+    ``checkpoint(step, policy, tokenizer)`` then sees the policy (to score it on held-out problems;
+    it must neither train the policy nor draw from the run's generator). Returns (policy,
+    tokenizer, list of step stats)."""
     generator = torch.Generator().manual_seed(cfg.seed)
     policy, tokenizer = load_model(cfg.model, pick_device(cfg.device), cfg.gguf_file)
     # frozen start
@@ -455,4 +458,6 @@ def train_hf_grpo(cfg: HFConfig, batches, verifier=None, reward=None, on_step=No
         history.append(stats)
         if on_step is not None:
             on_step(step, stats)
+        if checkpoint is not None:
+            checkpoint(step, policy, tokenizer)
     return policy, tokenizer, history

@@ -9,10 +9,17 @@ trainers' scoring checks references with it first, so a data bug cannot hide as 
 prose. ``strict_reward`` also requires every ``<<expr=value>>`` to be right.
 ``check_annotations(text)`` recomputes each annotation with ``safe_arith``, a tiny parser for + - *
 / and parentheses: model text is never passed to ``eval``.
+
+For answers in prose, ``equations_in(text)`` finds every equation ``a op b [op c ...] = r`` a text
+writes, and ``read_calculation(text, calculation)`` reads its first equation against the problem's
+calculation in one of four exclusive ways (``CALCULATION_READINGS``): no equation, another
+calculation, the problem's calculation with a false result (a slip), or the problem's calculation,
+true.
 """
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 
@@ -225,3 +232,92 @@ def check_annotations(text) -> list[dict]:
         out.append({"expr": expr, "claimed": claimed, "value": value,
                     "ok": value is not None and claim is not None and value == claim})
     return out
+
+
+# ----------------------------------------------------------------------------- equations in prose
+
+# a number as prose writes one: a sign only where no word or number runs into it, thousands
+# grouped by commas, a decimal part; an operator: + - * / and the forms x, ×, ·, ÷ and −
+_EQ_NUMBER = r"(?:(?<![\w.,])[-\u2212])?\$?[0-9]+(?:,[0-9]{3})*(?:\.[0-9]+)?"
+_EQ_OPERATOR = r"[-+*/x\u00d7\u00b7\u00f7\u2212]"
+_EQ_OPERATORS = {"x": "*", "\u00d7": "*", "\u00b7": "*", "\u00f7": "/", "\u2212": "-"}
+_EQUATION_RE = re.compile(rf"(?<![\w.,])({_EQ_NUMBER})((?:\s*{_EQ_OPERATOR}\s*{_EQ_NUMBER})+)"
+                          rf"\s*=\s*({_EQ_NUMBER})(?![0-9])")
+_EQ_STEP = re.compile(rf"\s*({_EQ_OPERATOR})\s*({_EQ_NUMBER})")
+
+
+def _exact(number: str) -> Fraction:
+    return Fraction(number.replace(",", "").replace("$", "").replace("\u2212", "-"))
+
+
+@dataclass(frozen=True)
+class Equation:
+    """One equation a text writes: its operands and operators as read (operators as + - * /), the
+    result it claims, and the text it was read from."""
+    operands: tuple
+    operators: tuple
+    result: Fraction
+    text: str
+
+    @property
+    def value(self) -> Fraction | None:
+        """The left side's exact value (``safe_arith``: * and / before + and -), or None when it
+        divides by zero."""
+        expr = str(self.operands[0]) + "".join(f"{op}({x})" for op, x in
+                                                zip(self.operators, self.operands[1:], strict=True))
+        try:
+            return safe_arith(expr)
+        except ValueError:
+            return None
+
+    @property
+    def true(self) -> bool:
+        """Whether the result it claims is its left side's value."""
+        return self.value is not None and self.value == self.result
+
+
+def equations_in(text) -> list[Equation]:
+    """Every equation ``a op b [op c ...] = r`` in ``text``, in the order written: two or more
+    operands, decimals and negative numbers read exactly, ``x``, ``×`` and ``·`` read as ``*`` and
+    ``÷`` as ``/``. "8 = 5 + 3" (the result first) and equations in words are not read. Never
+    raises; [] for a text with none (or not a string)."""
+    if not isinstance(text, str):
+        return []
+    found = []
+    for m in _EQUATION_RE.finditer(text):
+        steps = _EQ_STEP.findall(m.group(2))
+        found.append(Equation(
+            operands=(_exact(m.group(1)), *(_exact(x) for _, x in steps)),
+            operators=tuple(_EQ_OPERATORS.get(op, op) for op, _ in steps),
+            result=_exact(m.group(3)), text=m.group(0)))
+    return found
+
+
+CALCULATION_READINGS = ("no_equation", "other_calculation", "slip", "right")
+_DECIMAL = r"[0-9]+(?:\.[0-9]+)?"
+_CALCULATION = re.compile(rf"({_DECIMAL})([-+*/])({_DECIMAL})=(-?{_DECIMAL})")
+
+
+def read_calculation(text, calculation: str) -> str:
+    """What an answer's first equation (``equations_in``) does with the problem's one-step
+    ``calculation``, written ``"a op b=c"`` as ``grpo.lm.data.calculation_chain`` writes it. One
+    of ``CALCULATION_READINGS``, exclusive and exhaustive:
+
+    - ``"no_equation"``: the answer writes none;
+    - ``"other_calculation"``: its first equation is not ``a op b`` (another operation, another
+      operand, more operands; operands of + and * may come in either order), true or false;
+    - ``"slip"``: it is ``a op b`` with a false result;
+    - ``"right"``: it is ``a op b`` with the true result.
+    """
+    m = _CALCULATION.fullmatch(calculation) if isinstance(calculation, str) else None
+    if m is None:
+        raise ValueError(f"calculation must be one step 'a op b=c' (e.g. '3+5=8'), got "
+                         f"{calculation!r}")
+    found = equations_in(text)
+    if not found:
+        return "no_equation"
+    first = found[0]
+    a, op, b = Fraction(m.group(1)), m.group(2), Fraction(m.group(3))
+    if first.operators != (op,) or first.operands not in ((a, b), (b, a) if op in "+*" else (a, b)):
+        return "other_calculation"
+    return "right" if first.true else "slip"

@@ -1,5 +1,7 @@
-"""Chapter 11's decided experiment, written down before its runs: the split of the calculations,
-the prompts that give the answer's format for free, the arms, the endpoints and the seeds.
+"""Chapter 11's two decided experiments, each written down before its runs: the split of the
+calculations, the prompts that give the answer's format for free, the arms, the endpoints and the
+seeds. The first design (``DESIGN``, run by ``format_runs``) comes first; the second
+(``FOUR_WAY_DESIGN``, run by ``four_way_runs``) is at the end of this module.
 
 Chapter 11's first experiment (``smollm2_runs``) found that GRPO moved where SmolLM2's answer ends
 (one equation, then stop) and could not tell whether it moved the arithmetic. This design asks the
@@ -164,23 +166,48 @@ EXAMPLE = ("Omar has 7 shells. He buys 1 more. How many shells does Omar have no
 
 @dataclass(frozen=True)
 class Prompt:
-    """How a question is put to the model: an instruction after it, one worked example before it
-    (a user turn and the assistant's answer), and whether the answer is begun with the question's
-    subject ("Omar has"), which the model continues."""
+    """How a question is put to the model: an instruction after it, worked examples before it
+    (each a user turn and the assistant's answer), and whether the answer is begun with the
+    question's subject ("Omar has"), which the model continues."""
     instruction: str = ""
-    example: tuple | None = None
+    examples: tuple = ()
     subject_prefix: bool = False
     note: str = ""
 
 
+# The second design's worked examples: one training-pool problem of each operation (tests check that
+# no calculation among them is held out), each answered in the one-equation format.
+EXAMPLES_PER_OPERATION = (
+    EXAMPLE,
+    ("Lena has 9 cards. She loses 4 of them. How many cards does Lena have now?",
+     "Lena has 9 - 4 = 5 cards."),
+    ("Kai has 3 boxes with 5 eggs in each. How many eggs does Kai have now?",
+     "Kai has 3 * 5 = 15 eggs."),
+    ("Ava has 6 coins. She splits them into 2 equal groups and keeps one. How many coins does Ava "
+     "have now?", "Ava has 6 / 2 = 3 coins."))
+# The same four answers, shown in the instruction without their questions (a shorter prompt).
+ANSWERS_INSTRUCTION = (FORMAT_INSTRUCTION + " For example: "
+                       + " ".join(answer for _, answer in EXAMPLES_PER_OPERATION))
+
 PROMPTS = {
     "chapter": Prompt(note="the question alone (the first experiment's prompt)"),
     "instruction": Prompt(FORMAT_INSTRUCTION, note="the format, asked for"),
-    "one_shot": Prompt(FORMAT_INSTRUCTION, EXAMPLE, note="the format, asked for and shown once"),
+    "one_shot": Prompt(FORMAT_INSTRUCTION, (EXAMPLE,), note="the format, asked for and shown once"),
     "prefix": Prompt(FORMAT_INSTRUCTION, subject_prefix=True,
                      note="the format, asked for, and the answer begun with the subject"),
+    "per_operation": Prompt(FORMAT_INSTRUCTION, EXAMPLES_PER_OPERATION,
+                            note="the format, asked for and shown once for each operation"),
+    "per_operation_prefix": Prompt(FORMAT_INSTRUCTION, EXAMPLES_PER_OPERATION, subject_prefix=True,
+                                   note="the format, shown once for each operation, and the "
+                                        "answer begun with the subject"),
+    "operation_answers": Prompt(ANSWERS_INSTRUCTION,
+                                note="the format, asked for with an answer of each operation"),
+    "operation_answers_prefix": Prompt(ANSWERS_INSTRUCTION, subject_prefix=True,
+                                       note="the format, asked for with an answer of each "
+                                            "operation, and the answer begun with the subject"),
 }
 FORMAT_PROMPTS = ("instruction", "one_shot", "prefix")
+FIRST_PROMPTS = ("chapter", *FORMAT_PROMPTS)      # the first design's prompts
 
 
 def answer_prefix(prompt: str, question: str) -> str:
@@ -195,7 +222,7 @@ def render_prompt(tokenizer, question: str, prompt: str) -> str:
     with ``functools.partial(render_prompt, prompt=name)`` it is ``grpo.lm.hf``'s ``render``."""
     from grpo.lm.hf import chat_prompt_text
     spec = PROMPTS[prompt]
-    return (chat_prompt_text(tokenizer, question, spec.instruction, spec.example)
+    return (chat_prompt_text(tokenizer, question, spec.instruction, spec.examples)
             + answer_prefix(prompt, question))
 
 
@@ -339,3 +366,176 @@ DESIGN = Design(
     exploratory="anything run or computed after the runs were seen is labelled exploratory where "
                 "it is reported",
 )
+
+
+
+# ============================================================================= the second design
+#
+# Chapter 11's second decided experiment (issue 59), fixed and committed before any of its runs
+# (``four_way_runs``). The first design's primary, the first equation's result, counted an answer
+# that wrote an equation at all; its prompt gave the format to half the answers; its runs saw 40
+# questions. This design reads every answer four ways (``grpo.lm.verifier.read_calculation``:
+# no equation, another calculation, a slip, right), starts from a prompt chosen to give the format
+# without choosing the calculation, and trains as long as a pilot on training problems says the
+# training reward still rises, within the budget.
+#
+# The order it runs in, each step by a rule written here before the step:
+#   1. the selection: every candidate prompt's greedy answers on the selection problems (training
+#      problems), read four ways; SECOND_SELECTION_RULE chooses the prompt (``four_way_prompt``);
+#   2. the pilot: one GRPO run from that prompt on training problems (PILOT_SEED, no design seed),
+#      PILOT_ITERATIONS long; ITERATION_RULE turns its training reward into the runs' length,
+#      capped by BUDGET_RULE on the pilot's and the start's measured CPU (``four_way_iterations``);
+#   3. the start and the arms' runs, seeds FOUR_WAY_SEEDS, with held-out checkpoints.
+
+CANDIDATES = ("instruction", "one_shot", "prefix", "per_operation", "per_operation_prefix",
+              "operation_answers", "operation_answers_prefix")
+FORMAT_FLOOR = 0.90             # the least share of one-equation answers a chosen prompt gives
+CALCULATION_DROP = 0.03         # the most its (c)+(d) share may fall below the question alone's
+SECOND_SELECTION_RULE = (
+    f"on the {SELECTION} selection problems (training problems), greedy: a candidate qualifies "
+    f"when at least {FORMAT_FLOOR:.2f} of its answers take the one-equation format and its share "
+    "writing the problem's calculation first ((c) slip + (d) right) is no more than "
+    f"{CALCULATION_DROP:.2f} below the question alone's; of those that qualify, the one with the "
+    "fewest prompt tokens (their mean over the selection problems; every qualifying prompt gives "
+    "the format and leaves the calculation to the model, and a shorter prompt buys more "
+    "iterations within the budget), ties to the higher one-equation share. If none qualifies: the "
+    "candidate with the highest one-equation share among those within the calculation drop, and "
+    "failing that the highest one-equation share, reported as not meeting the rule")
+
+PILOT_SEED = 100                # no design seed: the pilot's prompts are its own draw
+PILOT_ITERATIONS = 40
+PILOT_WINDOW = 10               # iterations a window of the training reward averages
+PILOT_RISE = 0.02               # a window rises when its mean beats the one before by more
+MIN_ITERATIONS = 20
+ITERATION_RULE = (
+    f"the pilot (GRPO with the verifier's reward from the chosen prompt, seed {PILOT_SEED}, "
+    f"{PILOT_ITERATIONS} iterations on training problems) averages its training reward (the "
+    f"verifier's mean over each iteration's answers) in windows of {PILOT_WINDOW} iterations; the "
+    f"runs last to the end of the first window whose mean is not more than {PILOT_RISE} above the "
+    f"window before it (the training reward stopped rising there), at least {MIN_ITERATIONS}, and "
+    f"{PILOT_ITERATIONS} when every window rises; then at most the budget's cap (BUDGET_RULE)")
+
+FOUR_WAY_BUDGET_CPU_H = 8.0
+BUDGET_RULE = (
+    f"the selection, the pilot, the start and every run fit {FOUR_WAY_BUDGET_CPU_H:.0f} CPU-hours: "
+    "after the selection, the pilot and the start, the runs' length is the largest multiple of "
+    f"{PILOT_WINDOW} whose runs fit what is left, costed at the pilot's CPU-seconds per iteration "
+    "and the start's CPU-seconds per held-out evaluation (model loading included); the "
+    "intermediate checkpoints are dropped before the length falls below "
+    f"{MIN_ITERATIONS}, and seeds are never dropped")
+
+# The power calculation's inputs, from the first design's stored runs (its 'grpo' arm, six seeds on
+# the 192 held-out problems, read four ways; tests/test_ch11_design.py recomputes both): the spread
+# of one seed's lift in share (d), and the calculations' bootstrap half-width of that lift.
+FIRST_DESIGN_RIGHT_SEED_SD = 4.2
+FIRST_DESIGN_RIGHT_PROBLEM_HALF = 4.9
+FOUR_WAY_TARGET = 10.0          # points of share (d): a tenth of the answers
+FOUR_WAY_SEEDS = 5              # the smallest count whose detectable effect is at most the target
+
+
+def four_way_power_table(seeds=range(3, 11)) -> dict:
+    """Seeds -> the lift in share (d) (points) the second design detects with 80% power."""
+    return {s: round(detectable_effect(FIRST_DESIGN_RIGHT_SEED_SD,
+                                       FIRST_DESIGN_RIGHT_PROBLEM_HALF, s), 1) for s in seeds}
+
+
+def checkpoints(iterations: int, intermediate: bool = True) -> tuple:
+    """The iterations after which a 'grpo' run is scored on the held-out problems: 10 and 20 (when
+    ``intermediate`` and within the run) and its last."""
+    marks = {10, 20} if intermediate else set()
+    return tuple(sorted(m for m in marks | {iterations} if m <= iterations))
+
+
+@dataclass(frozen=True)
+class FourWayDesign:
+    """The second experiment, fixed before its runs (``FOUR_WAY_DESIGN``; stored in every run and
+    in the results file as is). The prompt and the length are rules here; their outcomes,
+    ``FOUR_WAY_PROMPT`` and ``FOUR_WAY_ITERATIONS``, are written below once the rules are
+    applied, and tests re-apply the rules to the stored selection and pilot."""
+    question: str
+    readings: dict
+    candidates: tuple
+    selection_rule: str
+    arms: dict
+    seeds: int
+    pilot: dict
+    iteration_rule: str
+    budget_rule: str
+    checkpoints: str
+    recipe: str
+    primary: str
+    secondary: tuple
+    descriptive: str
+    interval: str
+    family: str
+    budget_cpu_h: float
+    power: dict = field(default_factory=dict)
+    exploratory: str = ""
+
+    def as_record(self) -> dict:
+        return asdict(self)
+
+
+FOUR_WAY_DESIGN = FourWayDesign(
+    question="With the one-equation format really given, does GRPO change which calculation "
+             "SmolLM2-135M writes, or how well it does it, on calculations no run trained on, and "
+             "does that grow with training?",
+    readings={"no_equation": "(a) the answer writes no equation",
+              "other_calculation": "(b) its first equation is another calculation than the "
+                                   "problem's, true or false",
+              "slip": "(c) its first equation is the problem's calculation with a false result",
+              "right": "(d) its first equation is the problem's calculation, true",
+              "reader": "grpo.lm.verifier.read_calculation (operands of + and * in either order)"},
+    candidates=CANDIDATES,
+    selection_rule=SECOND_SELECTION_RULE,
+    arms={"grpo": Arm("verifier", "four_way_prompt",
+                      "GRPO, the verifier's reward (the last number), from the chosen prompt"),
+          "random_reward": Arm("random", "four_way_prompt",
+                               "a reward paid at random at the batch's success rate, from the "
+                               "chosen prompt")},
+    seeds=FOUR_WAY_SEEDS,
+    pilot={"seed": PILOT_SEED, "iterations": PILOT_ITERATIONS, "window": PILOT_WINDOW,
+           "rise": PILOT_RISE, "min_iterations": MIN_ITERATIONS,
+           "problems": "training_draw(PILOT_SEED): the training pool, none held out"},
+    iteration_rule=ITERATION_RULE,
+    budget_rule=BUDGET_RULE,
+    checkpoints="'grpo' runs: greedy on the held-out problems after iterations 10, 20 and the "
+                "last; 'random_reward' runs: after the last",
+    recipe="smollm2_runs.RECIPE (4 prompts x G 8 an iteration, T 1, 64 new tokens, beta 0.04, Adam "
+           "lr 1e-5) for the rules' number of iterations; prompts drawn from the training pool by "
+           "seed (training_draw), the same for both arms at a seed",
+    primary="the change in share (d), right, from the start to 'grpo' at its last iteration: "
+            "greedy on the 192 held-out problems (48 held-out calculations), paired with the "
+            "start under the same prompt",
+    secondary=("the change in (c)+(d), the problem's calculation written first, 'grpo' over the "
+               "start",
+               "the change in (c), slips, 'grpo' over the start",
+               "the change in (a), no equation, 'grpo' over the start",
+               "the change in the last number right (what the verifier pays), 'grpo' over the "
+               "start",
+               "'grpo' minus 'random_reward' in share (d), seed paired with seed"),
+    descriptive="the four shares of the start, of 'grpo' at each checkpoint and of "
+                "'random_reward' at the end, each change with its interval; outside the family",
+    interval="95%, paired, the held-out calculations resampled (grpo.stats.paired_lift with "
+             "clusters), plus a t-interval over the seeds in quadrature",
+    family="the five secondary endpoints, Holm-corrected together; the primary alone at 0.05",
+    budget_cpu_h=FOUR_WAY_BUDGET_CPU_H,
+    power={"seed_sd_points": FIRST_DESIGN_RIGHT_SEED_SD,
+           "problem_half_points": FIRST_DESIGN_RIGHT_PROBLEM_HALF,
+           "from": "the first design's six 'grpo' seeds, their lift in share (d) on its 192 "
+                   "held-out problems (48 calculations), read four ways",
+           "power": 0.8, "target_points": FOUR_WAY_TARGET,
+           "detectable_points_by_seeds": four_way_power_table(),
+           "chosen_seeds": FOUR_WAY_SEEDS,
+           "detectable_points": four_way_power_table([FOUR_WAY_SEEDS])[FOUR_WAY_SEEDS],
+           "limit": "the calculations' half-width alone keeps the detectable effect above about 7 "
+                    "points at any seed count"},
+    exploratory="anything run or computed after the runs were seen is labelled exploratory where "
+                "it is reported",
+)
+
+# The rules' outcomes, written once each rule has been applied (tests re-apply them): None until
+# then, and no run of an arm starts before both are set.
+FOUR_WAY_PROMPT = None
+FOUR_WAY_ITERATIONS = None
+FOUR_WAY_INTERMEDIATE = None    # whether the budget kept the checkpoints at 10 and 20

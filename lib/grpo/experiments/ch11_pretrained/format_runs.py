@@ -126,7 +126,7 @@ def _registry() -> dict:
     runs = {"selection": DecidedRun("selection", note="every prompt on the selection problems "
                                                       "(training problems): the training prompt's "
                                                       "choice")}
-    for prompt in D.PROMPTS:
+    for prompt in D.FIRST_PROMPTS:
         runs[f"start_{prompt}"] = DecidedRun(
             "start", prompt, pass_k=prompt == design.train_prompt,
             note=f"the start, greedy on the held-out problems: {D.PROMPTS[prompt].note}")
@@ -154,13 +154,14 @@ def score_held_out(model, tok, spec: DecidedRun) -> dict:
     return out
 
 
-def train_decided(spec: DecidedRun, iterations: int | None = None):
-    """A GRPO run of ``spec``'s arm and seed from the start, with ``design.recipe()``: its prompts
-    are ``design.training_draw(seed)``, the same for every arm at a seed. Returns (policy,
-    tokenizer, log, first batch)."""
-    cfg = replace(D.recipe(), seed=spec.seed)
-    iterations = cfg.steps if iterations is None else iterations
-    prompts = D.training_draw(spec.seed, iterations * cfg.prompts)
+def train_from_prompt(prompt: str, reward: str, seed: int, iterations: int, checkpoint=None):
+    """A GRPO run from the start with ``design.recipe()``, its questions put by ``prompt`` and its
+    answers paid ``reward`` (``smollm2_runs.REWARDS``), for ``iterations`` iterations: its prompts
+    are ``design.training_draw(seed)``, the same for every reward at a seed. ``checkpoint(step,
+    policy, tokenizer)`` as ``grpo.lm.hf.train_hf_grpo``'s. Returns (policy, tokenizer, log, first
+    batch); each step's log adds the verifier's ``correct_mean`` and ``ended_mean``."""
+    cfg = replace(D.recipe(), seed=seed)
+    prompts = D.training_draw(seed, iterations * cfg.prompts)
     batches = [prompts[i * cfg.prompts:(i + 1) * cfg.prompts] for i in range(iterations)]
     seen, first = {}, {}
 
@@ -168,18 +169,24 @@ def train_decided(spec: DecidedRun, iterations: int | None = None):
         stats.update(correct_mean=float(np.mean(seen["correct"])),
                      ended_mean=float(np.mean(seen["finished"])))
         if step == 0:                   # the texts as the reader sees them: prefix included
-            prefixes = [D.answer_prefix(spec.prompt, p["question"]) for p in batches[0]
+            prefixes = [D.answer_prefix(prompt, p["question"]) for p in batches[0]
                         for _ in range(cfg.G)]
             first.update(seen, questions=[p["question"] for p in batches[0]],
                          answers=[p["answer"] for p in batches[0]],
                          texts=[a + t for a, t in zip(prefixes, seen["texts"], strict=True)])
 
-    reward = batch_reward(D.DESIGN.arms[spec.arm].reward,
-                          torch.Generator().manual_seed(1000 + spec.seed), seen)
+    paid = batch_reward(reward, torch.Generator().manual_seed(1000 + seed), seen)
     policy, tok, log = train_hf_grpo(
         cfg, ([[p["question"] for p in b], [p["answer"] for p in b]] for b in batches),
-        reward=reward, on_step=record, render=renderer(spec.prompt))
+        reward=paid, on_step=record, render=renderer(prompt), checkpoint=checkpoint)
     return policy, tok, log, first
+
+
+def train_decided(spec: DecidedRun, iterations: int | None = None):
+    """A GRPO run of ``spec``'s arm and seed (``train_from_prompt`` with its arm's prompt and
+    reward), ``design.DESIGN.iterations`` long unless ``iterations`` says otherwise."""
+    return train_from_prompt(spec.prompt, D.DESIGN.arms[spec.arm].reward, spec.seed,
+                             D.DESIGN.iterations if iterations is None else iterations)
 
 
 def run(name: str, directory: Path | None = None) -> dict:
@@ -196,7 +203,7 @@ def run(name: str, directory: Path | None = None) -> dict:
             model, tok = load_model(MODEL, "cpu")
         if spec.kind == "selection":
             out["selection"] = {p: greedy_under_prompt(model, tok, D.selection_problems(), p)
-                                for p in D.PROMPTS}
+                                for p in D.FIRST_PROMPTS}
         else:
             out["held_out"] = score_held_out(model, tok, spec)
         return out

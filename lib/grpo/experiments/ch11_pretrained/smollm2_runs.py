@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import functools
 import json
+from fractions import Fraction
 from pathlib import Path
 import re
 from dataclasses import asdict, dataclass, replace
@@ -35,8 +36,8 @@ import torch
 from grpo.lm.data import PROTOCOL, calculation_chain, step_count
 from grpo.lm.hf import (HFConfig, encode_prompts, load_model, chat_prompt_text, sample_completions,
                         train_hf_grpo)
-from grpo.lm.verifier import (last_number, last_number_reward, random_rewards, reference_answer,
-                              safe_arith)
+from grpo.lm.verifier import (equations_in, last_number, last_number_reward, random_rewards,
+                              reference_answer)
 from grpo.pool import parallel_map
 from grpo.runstore import (bits, command_line, cpu_timed, read_json, run_dir,
                            runs_to_write, unbits, writable, write_json)
@@ -60,25 +61,16 @@ REWARDS = ("verifier", "finish", "one_equation", "random")
 ONE_EQUATION = re.compile(r"[^=\n]*?\d+\s*[-+*/x×÷]\s*\d+\s*=\s*\d+[^\d=\n]*")
 
 
-_EQUATION = re.compile(r"(\d+)\s*([-+*/x×÷])\s*(\d+)\s*=\s*(\d+)")
-
-
 def equation_scores(text: str, answer: str) -> dict:
     """What a prose answer's arithmetic says, beside the last number the reward reads: whether the
-    reference answer appears anywhere in it, whether the result of its first ``a op b = c`` is the
-    answer, and whether every such equation it writes is true (False when it writes none)."""
+    reference answer appears anywhere in it, whether the result of its first equation
+    (``grpo.lm.verifier.equations_in``: every operand read, "2 * 2 * 2 = 4" whole) is the answer,
+    and whether every equation it writes is true (False when it writes none)."""
     ref = reference_answer(answer)
-    equations = _EQUATION.findall(text.replace(",", ""))
-    true = []
-    for a, op, b, c in equations:
-        try:
-            value = safe_arith(f"{a}{ {'x': '*', '×': '*', '÷': '/'}.get(op, op)}{b}")
-        except ValueError:
-            value = None
-        true.append(value is not None and value == int(c))
+    found = equations_in(text)
     return {"anywhere": ref in re.findall(r"\d+", text.replace(",", "")),
-            "first_equation": bool(equations) and equations[0][3] == ref,
-            "equations_true": bool(true) and all(true)}
+            "first_equation": bool(found) and found[0].result == Fraction(ref),
+            "equations_true": bool(found) and all(e.true for e in found)}
 
 
 def one_equation_format(text: str, finished: bool) -> float:

@@ -1,0 +1,433 @@
+"""Chapter 11's second decided experiment: ``design.FOUR_WAY_DESIGN``, run and read four ways.
+
+Each run writes ``data/runs/11_pretrained/four_way/NAME.json``, in the order the design fixes:
+
+    selection_<prompt>   the start's greedy answers to the selection problems (training problems)
+                         under one candidate prompt (or the question alone): what chooses
+                         ``design.FOUR_WAY_PROMPT`` by ``design.SECOND_SELECTION_RULE``
+    pilot                GRPO from that prompt on training problems, ``design.PILOT_ITERATIONS``
+                         long: what sets ``design.FOUR_WAY_ITERATIONS`` by ``ITERATION_RULE``
+    start                the start's greedy answers to the held-out problems under that prompt
+    <arm>_seed<s>        a run of one arm and seed: its log, its first batch, and its greedy
+                         held-out answers at each checkpoint
+
+Every completion's text is stored; every reading is computed from the texts
+(``grpo.lm.verifier.read_calculation`` and the verifier's last number).
+
+    python -m grpo.experiments.ch11_pretrained.four_way_runs --list
+    python -m grpo.experiments.ch11_pretrained.four_way_runs --all --workers 2
+"""
+from __future__ import annotations
+
+import functools
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from grpo.experiments.ch11_pretrained import design as D
+from grpo.experiments.ch11_pretrained.format_runs import (greedy_under_prompt, renderer,
+                                                           train_from_prompt)
+from grpo.experiments.ch11_pretrained.smollm2_runs import one_equation_format
+from grpo.lm.hf import load_model
+from grpo.lm.verifier import CALCULATION_READINGS, last_number_reward, read_calculation
+from grpo.pool import parallel_map
+from grpo.runstore import (command_line, cpu_timed, read_json, run_dir, runs_to_write, unbits,
+                           writable, write_json)
+from grpo.stats import Lift, holm, paired_lift
+
+MODULE = "grpo.experiments.ch11_pretrained.four_way_runs"
+RUN_FOLDER = run_dir("11_pretrained") / "four_way"
+MODEL = "smollm2"
+
+
+@dataclass(frozen=True)
+class FourWayRun:
+    """One run of the second design: a ``selection`` answer set under one prompt, the ``pilot``,
+    the ``start``, or a ``grpo`` run of an arm (``design.FOUR_WAY_DESIGN.arms``) and seed."""
+    kind: str                           # "selection" | "pilot" | "start" | "grpo"
+    prompt: str = ""                    # a selection's prompt; "" for the chosen one
+    arm: str = ""
+    seed: int = 0
+    note: str = ""
+
+
+def _registry() -> dict:
+    runs = {f"selection_{p}": FourWayRun("selection", p, note=f"the selection problems under "
+                                                             f"{p}: {D.PROMPTS[p].note}")
+            for p in ("chapter", *D.CANDIDATES)}
+    runs["pilot"] = FourWayRun("pilot", seed=D.PILOT_SEED,
+                               note="GRPO from the chosen prompt on training problems: the runs' "
+                                    "length")
+    runs["start"] = FourWayRun("start", note="the start, greedy on the held-out problems under "
+                                             "the chosen prompt")
+    for seed in range(D.FOUR_WAY_DESIGN.seeds):
+        for arm, spec in D.FOUR_WAY_DESIGN.arms.items():
+            runs[f"{arm}_seed{seed}"] = FourWayRun("grpo", arm=arm, seed=seed, note=spec.note)
+    return runs
+
+
+RUNS = _registry()
+
+
+def design_record() -> dict:
+    """The design as committed, as every run stores it."""
+    return json.loads(json.dumps(D.FOUR_WAY_DESIGN.as_record()))
+
+
+def chosen_prompt_or_refuse() -> str:
+    if D.FOUR_WAY_PROMPT is None:
+        raise ValueError("design.FOUR_WAY_PROMPT is not set: run the selection and apply "
+                         "design.SECOND_SELECTION_RULE (four_way_prompt) first")
+    return D.FOUR_WAY_PROMPT
+
+
+def iterations_or_refuse() -> int:
+    if D.FOUR_WAY_ITERATIONS is None:
+        raise ValueError("design.FOUR_WAY_ITERATIONS is not set: run the pilot and the start and "
+                         "apply design.ITERATION_RULE (four_way_iterations) first")
+    return D.FOUR_WAY_ITERATIONS
+
+
+def prompt_tokens(tok, problems, prompt: str) -> list:
+    """Each problem's prompt length in tokens under ``prompt`` (template and prefix included)."""
+    render = renderer(prompt)
+    return [len(tok(render(tok, p["question"]), add_special_tokens=False).input_ids)
+            for p in problems]
+
+
+def run(name: str, directory: Path | None = None) -> dict:
+    """Run one registry entry in this process and return what its ``NAME.json`` stores (a run
+    saves no weights, so ``directory`` changes nothing here)."""
+    spec = RUNS[name]
+    torch.set_num_threads(1)
+
+    def work():
+        out = {"name": name, "spec": asdict(spec), "design": design_record()}
+        if spec.kind == "selection":
+            model, tok = load_model(MODEL, "cpu")
+            problems = D.selection_problems()
+            out["selection"] = greedy_under_prompt(model, tok, problems, spec.prompt)
+            out["selection"]["prompt_tokens"] = prompt_tokens(tok, problems, spec.prompt)
+        elif spec.kind == "pilot":
+            _, _, out["log"], out["first_batch"] = train_from_prompt(
+                chosen_prompt_or_refuse(), "verifier", D.PILOT_SEED, D.PILOT_ITERATIONS)
+        elif spec.kind == "start":
+            model, tok = load_model(MODEL, "cpu")
+            out["held_out"] = {"0": greedy_under_prompt(model, tok, list(D.held_out_problems()),
+                                                        chosen_prompt_or_refuse())}
+        else:
+            prompt, iterations = chosen_prompt_or_refuse(), iterations_or_refuse()
+            marks = (D.checkpoints(iterations, D.FOUR_WAY_INTERMEDIATE) if spec.arm == "grpo"
+                     else (iterations,))
+            scored = {}
+
+            def checkpoint(step, policy, tok):
+                if step + 1 in marks:
+                    scored[str(step + 1)] = greedy_under_prompt(
+                        policy, tok, list(D.held_out_problems()), prompt)
+            _, _, out["log"], out["first_batch"] = train_from_prompt(
+                prompt, D.FOUR_WAY_DESIGN.arms[spec.arm].reward, spec.seed, iterations, checkpoint)
+            out["held_out"] = scored
+        return out
+    out, cpu = cpu_timed(work)
+    out["cpu_s"] = round(cpu, 1)
+    return out
+
+
+def _run_and_write(job: tuple) -> str:
+    name, where = job                   # (name, folder or None): one picklable item per run
+    directory = RUN_FOLDER if where is None else Path(where)
+    return str(write_json(directory / f"{name}.json", run(name, directory)))
+
+
+def run_and_store(runs=None, workers: int = 2, directory: Path | None = None) -> list:
+    """Run registry entries (``runs``: names, default all) in ``workers`` processes (in this one
+    when 1) and store each in ``directory`` (default ``RUN_FOLDER``)."""
+    names = list(RUNS) if runs is None else list(runs)
+    unknown = [n for n in names if n not in RUNS]
+    if unknown:
+        raise ValueError(f"runs: unknown {unknown}; the runs are {list(RUNS)}")
+    jobs = [(n, None if directory is None else str(directory)) for n in names]
+    if workers == 1:
+        return [_run_and_write(job) for job in jobs]
+    return parallel_map(_run_and_write, jobs, workers=workers, desc="runs")
+
+
+def retrain_dir() -> Path:
+    """Where ``retrain`` writes: ``scratch/runs/11_pretrained/four_way/`` (``RUN_FOLDER`` itself
+    only under ``GRPO_STORE=1``)."""
+    return writable(RUN_FOLDER)
+
+
+def retrain(names=None, workers: int = 2, again: bool = False) -> Path:
+    """The chapter's RETRAIN switch: run registry entries (default all) into ``retrain_dir()``,
+    never ``data/runs/``, and return that folder for ``load_run`` and ``endpoints``. A run
+    already there is kept unless ``again``."""
+    directory = retrain_dir()
+    todo = runs_to_write(names, RUNS, directory, again)
+    if todo:
+        run_and_store(todo, workers, directory)
+    return directory
+
+
+def load_run(name: str, directory: Path | None = None) -> dict:
+    """A stored run of the second design, from ``directory`` (default ``RUN_FOLDER``); a clear
+    error, naming the command, if it was never run."""
+    if name not in RUNS:
+        raise ValueError(f"name: unknown run {name!r}; the runs are {list(RUNS)}")
+    directory = RUN_FOLDER if directory is None else Path(directory)
+    return read_json(directory / f"{name}.json", f"{MODULE} {name}")
+
+
+# ----------------------------------------------------------------------------- reading the answers
+
+def read_answers(texts, ended, problems) -> dict:
+    """Per answer: its four-way reading (``read_calculation`` against the problem's one-step
+    calculation, as strings), the last number right (0/1) and the one-equation format (0/1)."""
+    chains = D.chains_of(problems)
+    return {"four_way": np.array([read_calculation(t, c) for t, c in zip(texts, chains,
+                                                                          strict=True)]),
+            "last_number": np.array([last_number_reward(t, p["answer"])
+                                     for t, p in zip(texts, problems, strict=True)]),
+            "one_equation_format": np.array([one_equation_format(t, e)
+                                             for t, e in zip(texts, ended, strict=True)])}
+
+
+def shares(read: dict) -> dict:
+    """The share of each four-way reading, of the last number right and of the format."""
+    return {**{k: float(np.mean(read["four_way"] == k)) for k in CALCULATION_READINGS},
+            "last_number": float(read["last_number"].mean()),
+            "one_equation_format": float(read["one_equation_format"].mean())}
+
+
+# the outcomes an endpoint counts, per answer, from ``read_answers``
+OUTCOMES = {
+    "right": lambda r: (r["four_way"] == "right").astype(float),
+    "slip": lambda r: (r["four_way"] == "slip").astype(float),
+    "calculation": lambda r: np.isin(r["four_way"], ("slip", "right")).astype(float),
+    "other_calculation": lambda r: (r["four_way"] == "other_calculation").astype(float),
+    "no_equation": lambda r: (r["four_way"] == "no_equation").astype(float),
+    "last_number": lambda r: r["last_number"].astype(float),
+}
+
+
+def _path_stamp(name: str, directory) -> int:
+    path = (RUN_FOLDER if directory is None else Path(directory)) / f"{name}.json"
+    return path.stat().st_mtime_ns if path.is_file() else 0
+
+
+@functools.lru_cache(maxsize=None)
+def _read_cached(name: str, iteration: str, directory: str | None, stamp: int) -> dict:
+    run_ = load_run(name, directory)
+    if run_["spec"]["kind"] == "selection":
+        s = run_["selection"]
+        return read_answers(s["texts"], unbits(s["ended"]), D.selection_problems())
+    g = run_["held_out"][iteration]
+    return read_answers(g["texts"], unbits(g["ended"]), D.held_out_problems())
+
+
+def readings_of(name: str, iteration: int | None = None, directory: Path | None = None) -> dict:
+    """``read_answers`` of a stored run: a selection run's answers, the start's, or an arm's at a
+    checkpoint (``iteration``; default its last)."""
+    if iteration is None and RUNS[name].kind == "grpo":
+        iteration = max(int(k) for k in load_run(name, directory)["held_out"])
+    key = "0" if RUNS[name].kind in ("start", "selection") else str(iteration)
+    return _read_cached(name, key, None if directory is None else str(directory),
+                        _path_stamp(name, directory))
+
+
+def arm_runs(arm: str) -> list:
+    """An arm's runs, seeds in order."""
+    if arm not in D.FOUR_WAY_DESIGN.arms:
+        raise ValueError(f"arm must be one of {list(D.FOUR_WAY_DESIGN.arms)}, got {arm!r}")
+    return [n for n, s in RUNS.items() if s.arm == arm]
+
+
+def outcome(name: str, which: str, iteration: int | None = None,
+            directory: Path | None = None) -> np.ndarray:
+    """One outcome (``OUTCOMES``) per held-out answer of a stored run."""
+    if which not in OUTCOMES:
+        raise ValueError(f"which must be one of {list(OUTCOMES)}, got {which!r}")
+    return OUTCOMES[which](readings_of(name, iteration, directory))
+
+
+def _paired(before, after) -> Lift:
+    return paired_lift(before, after, clusters=D.chains_of(D.held_out_problems()))
+
+
+def change(arm: str, which: str = "right", iteration: int | None = None,
+           directory: Path | None = None) -> Lift:
+    """An arm's paired change in one outcome from the start, at a checkpoint (default the last),
+    on the held-out problems, their calculations resampled, with the seeds' spread."""
+    return _paired(outcome("start", which, None, directory),
+                   np.stack([outcome(n, which, iteration, directory) for n in arm_runs(arm)]))
+
+
+def minus_random(which: str = "right", directory: Path | None = None) -> Lift:
+    """'grpo''s seed s against 'random_reward''s seed s at the last iteration, in one outcome."""
+    return _paired(np.stack([outcome(n, which, None, directory)
+                             for n in arm_runs("random_reward")]),
+                   np.stack([outcome(n, which, None, directory) for n in arm_runs("grpo")]))
+
+
+SECONDARY = ("calculation", "slip", "no_equation", "last_number", "right_minus_random")
+
+
+@dataclass(frozen=True)
+class FourWayEndpoints:
+    """The second design's endpoints from the stored runs (``endpoints``): the primary, the five
+    secondary ones with their Holm-adjusted p-values, and the effect it was powered for."""
+    primary: Lift
+    secondary: dict                     # SECONDARY's order: name -> Lift
+    holm_p: dict
+    detectable: float
+
+
+def endpoints(directory: Path | None = None) -> FourWayEndpoints:
+    """The primary (the change in share (d) at the last iteration) and the design's five
+    secondary endpoints, Holm-corrected as one family; every run read from ``directory``."""
+    d = directory
+    secondary = {"calculation": change("grpo", "calculation", None, d),
+                 "slip": change("grpo", "slip", None, d),
+                 "no_equation": change("grpo", "no_equation", None, d),
+                 "last_number": change("grpo", "last_number", None, d),
+                 "right_minus_random": minus_random("right", d)}
+    adjusted = holm([x.p_value for x in secondary.values()])
+    return FourWayEndpoints(primary=change("grpo", "right", None, d), secondary=secondary,
+                            holm_p={k: float(p) for k, p in zip(secondary, adjusted, strict=True)},
+                            detectable=D.FOUR_WAY_DESIGN.power["detectable_points"])
+
+
+# ----------------------------------------------------------------------------- the rules, applied
+
+def selection_scores(directory: Path | None = None) -> dict:
+    """Each selection prompt's shares (``shares``) and mean prompt tokens on the selection
+    problems, from the stored selection runs."""
+    out = {}
+    for name, spec in RUNS.items():
+        if spec.kind == "selection":
+            s = shares(readings_of(name, directory=directory))
+            s["prompt_tokens"] = float(np.mean(load_run(name, directory)["selection"]
+                                               ["prompt_tokens"]))
+            out[spec.prompt] = s
+    return out
+
+
+@dataclass(frozen=True)
+class PromptChoice:
+    prompt: str
+    qualified: tuple                    # the candidates that meet the rule
+    meets_rule: bool
+
+
+def four_way_prompt(scores: dict) -> PromptChoice:
+    """``design.SECOND_SELECTION_RULE`` applied to ``selection_scores()``."""
+    def calc(p):
+        return scores[p]["slip"] + scores[p]["right"]
+    floor = calc("chapter") - D.CALCULATION_DROP
+    near = [p for p in D.CANDIDATES if calc(p) >= floor - 1e-12]
+    qualified = tuple(p for p in near if scores[p]["one_equation_format"] >= D.FORMAT_FLOOR)
+    if qualified:
+        best = min(qualified, key=lambda p: (scores[p]["prompt_tokens"],
+                                             -scores[p]["one_equation_format"]))
+        return PromptChoice(best, qualified, True)
+    pool = near or list(D.CANDIDATES)
+    best = max(pool, key=lambda p: (scores[p]["one_equation_format"], -D.CANDIDATES.index(p)))
+    return PromptChoice(best, qualified, False)
+
+
+def pilot_windows(log) -> list:
+    """The pilot's training reward (the verifier's ``correct_mean``), averaged in windows of
+    ``design.PILOT_WINDOW`` iterations."""
+    r = [s["correct_mean"] for s in log]
+    w = D.PILOT_WINDOW
+    return [float(np.mean(r[i:i + w])) for i in range(0, len(r) - w + 1, w)]
+
+
+def pilot_iterations(log) -> int:
+    """``design.ITERATION_RULE`` before the budget's cap: the end of the first window whose mean
+    is not more than ``PILOT_RISE`` above the window before, at least ``MIN_ITERATIONS``; the
+    pilot's length when every window rises."""
+    windows = pilot_windows(log)
+    for k in range(1, len(windows)):
+        if windows[k] <= windows[k - 1] + D.PILOT_RISE:
+            return max(D.MIN_ITERATIONS, D.PILOT_WINDOW * (k + 1))
+    return D.PILOT_WINDOW * len(windows)
+
+
+@dataclass(frozen=True)
+class LengthChoice:
+    iterations: int                     # the runs' length
+    intermediate: bool                  # whether the 10 and 20 checkpoints are kept
+    from_pilot: int                     # the pilot rule's length before the cap
+    cap: int                            # the budget's cap (with the kept checkpoints)
+    spent_cpu_s: float                  # the selection, the pilot and the start
+    iteration_cpu_s: float              # the pilot's CPU-seconds per iteration
+    evaluation_cpu_s: float             # the start's CPU-seconds (load and held-out greedy)
+    planned_cpu_s: float                # the runs at the chosen length, so costed
+
+
+def runs_cost(iterations: int, intermediate: bool, iteration_cpu_s: float,
+              evaluation_cpu_s: float) -> float:
+    """What the arms' runs cost at ``iterations``, as ``BUDGET_RULE`` costs them: every seed's two
+    runs train ``iterations`` each; 'grpo' is scored at its checkpoints, 'random_reward' once."""
+    evaluations = len(D.checkpoints(iterations, intermediate)) + 1
+    return D.FOUR_WAY_DESIGN.seeds * (2 * iterations * iteration_cpu_s
+                                      + evaluations * evaluation_cpu_s)
+
+
+def four_way_iterations(directory: Path | None = None) -> LengthChoice:
+    """``design.ITERATION_RULE`` and ``BUDGET_RULE`` applied to the stored pilot, start and
+    selection runs."""
+    pilot, start = load_run("pilot", directory), load_run("start", directory)
+    spent = sum(load_run(n, directory)["cpu_s"] for n, s in RUNS.items()
+                if s.kind in ("selection", "pilot", "start"))
+    per_iteration = float(np.mean([s["cpu_s"] for s in pilot["log"]]))
+    per_evaluation = float(start["cpu_s"])
+    left = D.FOUR_WAY_BUDGET_CPU_H * 3600 - spent
+    wanted = pilot_iterations(pilot["log"])
+    for intermediate in (True, False):
+        fits = [n for n in range(D.PILOT_WINDOW, D.PILOT_ITERATIONS + 1, D.PILOT_WINDOW)
+                if runs_cost(n, intermediate, per_iteration, per_evaluation) <= left]
+        cap = max(fits, default=0)
+        if cap >= D.MIN_ITERATIONS:     # the rule's length needs no fewer than MIN_ITERATIONS
+            n = min(wanted, cap)
+            return LengthChoice(n, intermediate, wanted, cap, spent, per_iteration, per_evaluation,
+                                runs_cost(n, intermediate, per_iteration, per_evaluation))
+    n = max(cap, D.PILOT_WINDOW)
+    return LengthChoice(n, False, wanted, cap, spent, per_iteration, per_evaluation,
+                        runs_cost(n, False, per_iteration, per_evaluation))
+
+
+TIMINGS = ("sample_s", "ref_s", "update_s", "cpu_s")
+
+
+def replay(name: str = "grpo_seed0", n: int = 2) -> tuple[dict, dict]:
+    """(stored, fresh): a stored run's first ``n`` iterations (logs without timings, and the first
+    batch) and the same iterations re-run by this code, for ``results.mismatches``."""
+    stored = load_run(name)
+    if stored["design"] != design_record():
+        raise ValueError(f"{name} was run under another design than design.FOUR_WAY_DESIGN")
+    spec = RUNS[name]
+    if spec.kind == "pilot":
+        reward, seed = "verifier", D.PILOT_SEED
+    else:
+        reward, seed = D.FOUR_WAY_DESIGN.arms[spec.arm].reward, spec.seed
+    _, _, log, first = train_from_prompt(chosen_prompt_or_refuse(), reward, seed, n)
+
+    def plain(log, first):
+        return {"log": [{k: v for k, v in s.items() if k not in TIMINGS} for s in log[:n]],
+                "first_batch": first}
+    return plain(stored["log"], stored["first_batch"]), json.loads(json.dumps(plain(log, first)))
+
+
+def main(argv=None) -> None:
+    command_line(MODULE, __doc__, lambda names, workers: run_and_store(names, workers), argv,
+                 registry=RUNS, workers=2)
+
+
+if __name__ == "__main__":
+    main()

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 _GLUE = re.compile(r"\{glue(?::(?:text|any|md))?\}`([^`:]+)(?::([^`]*))?`"
@@ -185,3 +186,68 @@ def measure(path: Path) -> tuple[int, int]:
     """(distinct numbers, words) in the rendered prose of the notebook at ``path``."""
     text = prose(json.loads(Path(path).read_text()))
     return len(numbers(text)), words(text)
+
+
+# ----------------------------------------------------------------------------- a lesson's measures
+# How a chapter reads as a lesson, counted the way issue 60 counted chapters 1-12 (and
+# ../shared/tools/prose_stats.py counts them): the markdown cells with each {eval} value filled in
+# from the cell's stored user_expressions, maths and fenced code left out; sentences are counted
+# outside headings, tables, quotes and lists.
+
+_EVAL = re.compile(r"\{eval\}`([^`]+)`")
+STATISTICS_WORDS = re.compile(
+    r"\b(Holm|bootstrap\w*|paired|p-values?|p\s?[<=]|adjusted p|family|families|power(?:ed)?|"
+    r"endpoints?|quadrature|t-interval|confidence|Bonferroni|standard errors?|SNR|pre-?regist\w*|"
+    r"secondary|primary)\b", re.I)
+_INTERVAL = re.compile(r"\[\s*[+\-−]?\d+(?:\.\d+)?\s*,\s*[+\-−]?\d+(?:\.\d+)?\s*\]")
+
+
+def lesson_prose(nb: dict) -> str:
+    """The markdown cells as the lesson measures count them: {eval} values from each cell's stored
+    ``user_expressions``, display and inline maths out (inline maths as one token), fenced code
+    out, a role's text kept."""
+    out = []
+    for cell in nb["cells"]:
+        if cell["cell_type"] != "markdown":
+            continue
+        text = "".join(cell["source"])
+        values = {}
+        for e in cell.get("metadata", {}).get("user_expressions", []):
+            data = e.get("result", {}).get("data", {})
+            values[e["expression"]] = str(data.get("text/markdown")
+                                          or data.get("text/plain", "??")).strip("'\"")
+        text = _EVAL.sub(lambda m: values.get(m.group(1), "??"), text)
+        text = re.sub(r"\$\$.*?\$\$", " ", text, flags=re.S)
+        text = re.sub(r"```.*?```", " ", text, flags=re.S)
+        text = re.sub(r"\$[^$]+\$", "x", text)
+        text = re.sub(r"\{[a-z:]+\}`([^`<]*)(?:<[^>]*>)?`", r"\1", text)
+        out.append(text)
+    return "\n".join(out)
+
+
+@dataclass(frozen=True)
+class LessonCounts:
+    """A page's prose measured as a lesson (``lesson_counts``)."""
+    words: int
+    words_per_sentence: float
+    long_sentences: int                 # over 40 words
+    intervals: int                      # "[lo, hi]" pairs of numbers
+    statistics_words: int              # STATISTICS_WORDS
+
+    @property
+    def long_per_1000_words(self) -> float:
+        return 1000 * self.long_sentences / max(1, self.words)
+
+
+def lesson_counts(nb: dict) -> LessonCounts:
+    """Words, the mean words a sentence, sentences over 40 words, intervals and statistics words in
+    a notebook's prose (``lesson_prose``)."""
+    text = lesson_prose(nb)
+    body = re.sub(r"^\s*([#|>:-]|\d+\.).*$", "", text, flags=re.M)
+    said = [s for s in re.split(r"(?<=[.!?])\s+", " ".join(body.split())) if len(s.split()) > 3]
+    return LessonCounts(
+        words=len(re.findall(r"[A-Za-z][A-Za-z'’-]*", text)),
+        words_per_sentence=round(sum(len(s.split()) for s in said) / max(1, len(said)), 1),
+        long_sentences=sum(len(s.split()) > 40 for s in said),
+        intervals=len(_INTERVAL.findall(text)),
+        statistics_words=len(STATISTICS_WORDS.findall(text)))

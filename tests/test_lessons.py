@@ -1,0 +1,81 @@
+"""Chapters 6-12 read as lessons, as chapters 1-5 already do (issue 60): each held to the measures
+of ``grpo.book.prose.lesson_counts``, chapters 1-5 to no worse than their figures when chapters
+6-12 were rewritten, and each measure shown to fail on a planted case."""
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from grpo.book.prose import LessonCounts, lesson_counts
+
+ROOT = Path(__file__).resolve().parents[1]
+LESSON = {"words_per_sentence": 22.0, "long_per_1000_words": 3.5, "intervals": 3,
+          "statistics_words": 2}
+# Chapters 1-5 as they read before chapters 6-12 were rewritten (issue 60's table): no worse.
+FIRST_HALF = {1: (20.7, 2.4, 0, 0), 2: (23.6, 2.6, 0, 0), 3: (22.5, 1.8, 0, 2), 4: (19.2, 3.2, 0, 0),
+              5: (21.7, 3.1, 0, 2)}
+
+
+def toc_chapters() -> dict:
+    """Chapter number -> path, for every chapters/NN_*.ipynb the table of contents lists."""
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    files = [c["file"] for part in toc["parts"] for c in part["chapters"]]
+    return {int(Path(f).name[:2]): ROOT / f"{f}.ipynb" for f in files if f.startswith("chapters/")}
+
+
+def over(counts: LessonCounts, limits: dict) -> list[str]:
+    """The measures on which ``counts`` exceeds ``limits``, each with its value."""
+    return [f"{k} {getattr(counts, k):.1f} > {v}" for k, v in limits.items()
+            if round(getattr(counts, k), 1) > v]
+
+
+def test_the_lessons_are_the_tocs_chapters_from_6():
+    assert sorted(n for n in toc_chapters() if n >= 6) == list(range(6, 13))
+    assert sorted(n for n in toc_chapters() if n < 6) == sorted(FIRST_HALF)
+
+
+@pytest.mark.parametrize("number", [n for n in sorted(toc_chapters()) if n >= 6])
+def test_a_chapter_from_6_reads_as_a_lesson(number):
+    path = toc_chapters()[number]
+    assert over(lesson_counts(json.loads(path.read_text())), LESSON) == [], path.name
+
+
+@pytest.mark.parametrize("number", sorted(FIRST_HALF))
+def test_chapters_1_to_5_read_no_worse_than_they_did(number):
+    path = toc_chapters()[number]
+    limits = dict(zip(LESSON, FIRST_HALF[number], strict=True))
+    assert over(lesson_counts(json.loads(path.read_text())), limits) == [], path.name
+
+
+def _nb(*markdown, expressions=None):
+    cells = []
+    for text in markdown:
+        cell = {"cell_type": "markdown", "source": text, "metadata": {}}
+        if expressions:
+            cell["metadata"]["user_expressions"] = [
+                {"expression": k, "result": {"data": {"text/plain": repr(v)}}}
+                for k, v in expressions.items()]
+        cells.append(cell)
+    return {"cells": cells}
+
+
+def test_each_measure_fails_on_a_planted_case():
+    short = "The group has eight answers. Two are right. They get more reward. "
+    assert over(lesson_counts(_nb(short * 20)), LESSON) == []
+    long_one = "This sentence " + "goes on and on " * 12 + "until it ends. "
+    assert any(x.startswith("long_per_1000_words")
+               for x in over(lesson_counts(_nb(short * 40 + long_one * 3)), LESSON))
+    wordy = "The answers that the group of eight writes are read by the verifier, " * 2 + "then paid. "
+    assert over(lesson_counts(_nb(wordy * 5)), LESSON)[0].startswith("words_per_sentence")
+    intervals = short * 20 + "It moved +1.0 [-2.0, +3.0], +2 [0, 4], +3 [1, 5] and +4 [2, 6]. "
+    assert over(lesson_counts(_nb(intervals)), LESSON) == ["intervals 4.0 > 3"]
+    stats = short * 20 + "A paired bootstrap under Holm's correction. "
+    assert over(lesson_counts(_nb(stats)), LESSON) == ["statistics_words 3.0 > 2"]
+
+
+def test_glued_values_maths_and_code_are_counted_as_the_reader_gets_them():
+    nb = _nb("It moved {eval}`glue[\"lift\"]` points. $$\\frac{a}{b} = [1, 2]$$ Code:\n```\n[3, 4]\n```",
+             expressions={'glue["lift"]': "+1.0 [-2.0, +3.0]"})
+    counts = lesson_counts(nb)
+    assert counts.intervals == 1 and counts.words == 4

@@ -31,7 +31,7 @@ def main():
     state = {k: v.clone() for k, v in model.state_dict().items()}
     cfg = replace(A.GRPO_RECIPE, iterations=REPEATS + 2, eval_every=10_000, eval_problems=1)
     log = train_lm_grpo(model, tok, train, val, cfg)["log"]
-    split = {k: round(min(log[k][2:]), 4) for k in ("sample_s", "ref_s", "update_s")}
+    split = {k: round(min(log[k][2:]), 4) for k in ("sample_cpu_s", "ref_cpu_s", "update_cpu_s")}
 
     def sft_cpu(steps):                     # an SFT run's CPU time, no evaluation, fastest of 3
         best = float("inf")

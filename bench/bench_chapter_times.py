@@ -46,11 +46,11 @@ def run_one(path: str) -> dict:
                    resources={"metadata": {"path": str(Path(path).parent)}}).execute()
     seconds = time.perf_counter() - start
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)       # the kernel, now exited
-    row = {"seconds": round(seconds, 1), "cpu_seconds": round(usage.ru_utime + usage.ru_stime, 1),
+    row = {"wall_s": round(seconds, 1), "cpu_s": round(usage.ru_utime + usage.ru_stime, 1),
            "peak_memory_mb": round(usage.ru_maxrss / 1024)}
     live = [cell_seconds(c) for c in nb.cells if "live-run" in c.metadata.get("tags", [])]
     if live:
-        row["live_run_seconds"] = round(sum(live), 1)
+        row["live_run_wall_s"] = round(sum(live), 1)
     return row
 
 
@@ -101,7 +101,7 @@ def main(argv: list[str]) -> None:
                               capture_output=True, text=True)
         times[nb] = {"measured": now(), "fingerprint_id": machine_id,
                      **json.loads(proc.stdout.strip().splitlines()[-1])}
-        print(f"{nb}: {times[nb]['seconds']:.1f} s ({times[nb]['cpu_seconds']:.1f} CPU-s), "
+        print(f"{nb}: {times[nb]['wall_s']:.1f} s ({times[nb]['cpu_s']:.1f} CPU-s), "
               f"kernel peak {times[nb]['peak_memory_mb']} MB", flush=True)
     record = {
         "measured": now(),                  # this run; each notebook's row has its own time

@@ -104,10 +104,10 @@ def lander_step() -> dict:
     reps = 20_000
     tanh_us = 1e6 * cpu(lambda: [np.tanh(h) for _ in range(reps)]) / reps
     mm_us = 1e6 * cpu(lambda: [h @ w.T for _ in range(reps)]) / reps
-    return {"step_us": round(step_us, 1), "matmul_flops": products,
+    return {"step_cpu_us": round(step_us, 1), "matmul_flops": products,
             # four tanh of (64, 64) per step (two per forward, actor and critic)
-            "tanh_64x64_us": round(tanh_us, 2), "tanh_share": round(4 * tanh_us / step_us, 3),
-            "matmul_64x64_us": round(mm_us, 2)}
+            "tanh_64x64_cpu_us": round(tanh_us, 2), "tanh_share": round(4 * tanh_us / step_us, 3),
+            "matmul_64x64_cpu_us": round(mm_us, 2)}
 
 
 def lander_ppo_split(env_steps: int = 2 * 16 * 1024) -> dict:
@@ -134,9 +134,9 @@ def lander_ppo_split(env_steps: int = 2 * 16 * 1024) -> dict:
     spec = lander.RunSpec("ppo", 0, env_steps, 10 * env_steps, 1, test_episodes=1)
     curve = lander.train(spec)["curve"]             # training CPU, the evaluations left out
     run_us = 1e6 * curve["train_cpu_s"][-1] / curve["env_steps"][-1]
-    return {"run_us": round(run_us, 1), "env_step_us": round(env_us, 1),
-            "rollout_us": round(rollout_us, 1), "update_us": round(update_us, 1),
-            "rest_us": round(run_us - rollout_us - update_us, 1)}
+    return {"run_cpu_us": round(run_us, 1), "env_step_cpu_us": round(env_us, 1),
+            "rollout_cpu_us": round(rollout_us, 1), "update_cpu_us": round(update_us, 1),
+            "rest_cpu_us": round(run_us - rollout_us - update_us, 1)}
 
 
 def main():
@@ -147,13 +147,13 @@ def main():
     flops = grpo_flops(load_sft()[0], tok, train, test)
     seconds = grpo_iteration(model, tok, train, test)
     phases = {}
-    for phase, key in (("sample", "sample_s"), ("ref", "ref_s"), ("update", "update_s")):
+    for phase, key in (("sample", "sample_cpu_s"), ("ref", "ref_cpu_s"), ("update", "update_cpu_s")):
         rate = flops[phase] / seconds[key] / 1e9
         phases[phase] = {"cpu_s": seconds[key], "matmul_gflop": round(flops[phase] / 1e9, 2),
                          "gflops": round(rate, 2), "of_peak": round(rate / peak["peak"], 3)}
     total_s, total_f = sum(seconds.values()), sum(flops.values())
     step = lander_step()
-    step_rate = step["matmul_flops"] / (step["step_us"] * 1e-6) / 1e9
+    step_rate = step["matmul_flops"] / (step["step_cpu_us"] * 1e-6) / 1e9
     result = {
         "threads": 1,
         "gemm_float64_gflops": peak,

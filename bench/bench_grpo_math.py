@@ -14,9 +14,14 @@ warm-up step, then 3 timed steps, in 2 alternating rounds (ours, TRL, TRL bf16, 
 the fastest step of each is reported, the estimate least inflated by other work on a shared machine
 (the load average is recorded too).
 
-A third row times chapter 7's own small GPT (``grpo.runstore.models.load_sft``) with its own sampler at
-the same batch shape: ``grpo.lm.model.sample`` -> ``join`` -> ``token_logprobs`` (reference) ->
-``grpo.lm.grpo.grpo_update``. It is a different model, so it is not part of the ratio.
+Every key names its clock: a step is timed in wall seconds (``step_wall_s``: what TRL's trainer and
+ours take on an idle core), its split into sampling, reference and update in CPU seconds
+(``*_cpu_s``; ours from the library's own step, ``grpo.lm.rl.grpo_iteration``) and, for TRL, in wall
+seconds too (``trl_split_wall_s``; its ``ref`` holds its reward scoring).
+
+A third row times chapter 7's own small GPT (``grpo.runstore.models.load_sft``) at the same batch
+shape, through the library's loop step (``grpo.lm.rl.grpo_iteration`` with ``GroupDraws``, our GPT's
+KV-cache sampler and ``batch_logprobs``). It is a different model, so it is not part of the ratio.
 Writes data/bench/08_grpo_math.json (`make bench`).
 """
 import json
@@ -33,7 +38,7 @@ import sys  # noqa: E402
 
 import torch  # noqa: E402
 
-from grpo.lm import data, hf, verifier  # noqa: E402
+from grpo.lm import data, hf, rl  # noqa: E402
 from benchfile import write_bench  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the tests' stand-in model
@@ -41,6 +46,9 @@ from hf_stand_in import tiny_causal_lm  # noqa: E402
 
 PROMPTS, G, NEW_TOKENS, STEPS = 8, 8, 64, 3
 OUT = Path(__file__).resolve().parents[1] / "data" / "bench" / "08_grpo_math.json"
+WRAPPED = ("_generate", "_generate_and_score_completions")     # TRL's sampling, and its scoring
+CPU_SPLIT = ("sample_cpu_s", "ref_cpu_s", "update_cpu_s")       # a step's parts, in CPU seconds
+WALL_SPLIT = ("sample_wall_s", "ref_wall_s", "update_wall_s")   # and in wall seconds (TRL's)
 
 
 def problems(n):
@@ -58,58 +66,46 @@ def time_ours(model_dir, rows, cfg=OURS, steps_timed=STEPS, verifier=None):
     policy = AutoModelForCausalLM.from_pretrained(model_dir)
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     ref = AutoModelForCausalLM.from_pretrained(model_dir).eval().requires_grad_(False)
-    optimizer = torch.optim.Adam(policy.parameters(), lr=cfg.lr)
+    optimizer = rl.lm_adam(policy.parameters(), cfg.lr, rl.HF_ADAM_BETAS)   # as chapter 11's runs
     questions, answers = [r["question"] for r in rows], [r["answer"] for r in rows]
-    torch.manual_seed(0)
+    generator = torch.Generator().manual_seed(0)
     steps = []
     for i in range(steps_timed + 1):
         start = time.perf_counter()
-        stats = hf.grpo_step(policy, ref, tokenizer, optimizer, questions, answers, cfg, verifier)
-        stats["step_s"] = time.perf_counter() - start
+        stats = hf.grpo_step(policy, ref, tokenizer, optimizer, questions, answers, cfg, verifier,
+                             generator=generator)
+        stats["step_wall_s"] = time.perf_counter() - start
         if i:
             steps.append(stats)
     return steps
 
 
 def time_small_gpt(rows):
-    """One GRPO step of chapter 7's SFT model with its own sampler, split as ``hf.grpo_step``'s."""
+    """GRPO iterations of chapter 7's SFT model at the batch above, the library's own
+    (``grpo.lm.rl.grpo_iteration``: ``GroupDraws``' sampler, our GPT's ``batch_logprobs``)."""
     import copy
 
-    from grpo.lm import model as gpt
     from grpo.runstore import models
-    from grpo.lm.grpo import grpo_update
     policy, tok = models.load_sft()
     ref = copy.deepcopy(policy).eval().requires_grad_(False)
-    optimizer = torch.optim.Adam(policy.parameters(), lr=1e-6)
-    prompts = [data.encode_problem(tok, r)[0] for r in rows]
-    answers = [r["answer"] for r in rows for _ in range(G)]
-    generator = torch.Generator().manual_seed(0)
+    cfg = rl.RunConfig(prompts=PROMPTS, G=G, max_new_tokens=NEW_TOKENS, temperature=1.0, lr=1e-6,
+                       beta=0.04, aggregation="sequence")
+    draws = rl.GroupDraws(policy, tok, rows, cfg)
+    optimizer = rl.lm_adam(policy.parameters(), cfg.lr)
     steps = []
     for i in range(STEPS + 1):
-        t0 = time.perf_counter()
-        policy.eval()
-        tokens, _, mask = gpt.sample(policy, prompts, G, NEW_TOKENS, 1.0, generator=generator,
-                                     eos_id=tok.eos_id)
-        texts = [tok.decode(row[m].tolist()) for row, m in zip(tokens, mask)]
-        rewards = torch.tensor([verifier.reward(t, a) for t, a in zip(texts, answers)]).reshape(PROMPTS, G)
-        ids, completion = gpt.join(prompts, G, tokens, mask)
-        t1 = time.perf_counter()
-        with torch.inference_mode():
-            logp_ref = gpt.token_logprobs(ref, ids, completion, 1.0)
-        logp_ref = logp_ref.clone()
-        t2 = time.perf_counter()
-        policy.train()
-        stats = grpo_update(lambda r: gpt.token_logprobs(policy, ids[r], completion[r], 1.0), optimizer,
-                            completion, rewards.float(), logp_ref=logp_ref, beta=0.04, aggregation="sequence")
-        t3 = time.perf_counter()
+        start = time.perf_counter()
+        batch, stats = rl.grpo_iteration(policy, ref, optimizer, draws.batch, rl.batch_logprobs, cfg,
+                                         max_grad_norm=cfg.grad_clip)
         if i:
-            steps.append({**stats, "sample_s": t1 - t0, "ref_s": t2 - t1, "update_s": t3 - t2,
-                          "step_s": t3 - t0, "sampled_tokens": int(mask.sum())})
+            steps.append({**stats, "step_wall_s": time.perf_counter() - start,
+                          "sampled_tokens": int(batch.mask.sum())})
     return steps, policy.n_params
 
 
 def time_trl(model_dir, rows, out_dir, bf16, cfg=OURS, steps_timed=STEPS, verifier=None):
-    """TRL's steps: each ``{"step_s", "sample_s", "ref_s", "update_s"}``, and its log history.
+    """TRL's steps, each timed in wall and CPU seconds (``step_wall_s``, ``sample_wall_s``, ...,
+    ``update_cpu_s``), and its log history.
 
     ``bf16``: TRL's default, True, runs the policy's and the reference's forward passes under CPU
     bf16 autocast (fp32 weights, bf16 matmuls); False keeps fp32, as ours. ``cfg``: the batch
@@ -129,22 +125,29 @@ def time_trl(model_dir, rows, out_dir, bf16, cfg=OURS, steps_timed=STEPS, verifi
             self.steps, self.inside = [], {}
 
         def on_step_begin(self, args, state, control, **kwargs):
-            self.inside = {"_generate": 0.0, "_generate_and_score_completions": 0.0}
-            self.start = time.perf_counter()
+            self.inside_wall = {name: 0.0 for name in WRAPPED}
+            self.inside_cpu = {name: 0.0 for name in WRAPPED}
+            self.start_wall, self.start_cpu = time.perf_counter(), time.process_time()
 
         def on_step_end(self, args, state, control, **kwargs):
-            step = time.perf_counter() - self.start
-            sample, scored = self.inside["_generate"], self.inside["_generate_and_score_completions"]
-            self.steps.append({"step_s": step, "sample_s": sample, "ref_s": scored - sample,
-                               "update_s": step - scored})
+            wall = time.perf_counter() - self.start_wall
+            cpu = time.process_time() - self.start_cpu
+            sample_wall, scored_wall = (self.inside_wall[n] for n in WRAPPED)
+            sample_cpu, scored_cpu = (self.inside_cpu[n] for n in WRAPPED)
+            self.steps.append({"step_wall_s": wall, "sample_wall_s": sample_wall,
+                               "ref_wall_s": scored_wall - sample_wall,
+                               "update_wall_s": wall - scored_wall,
+                               "step_cpu_s": cpu, "sample_cpu_s": sample_cpu,
+                               "ref_cpu_s": scored_cpu - sample_cpu, "update_cpu_s": cpu - scored_cpu})
 
         def wrap(self, trainer, name):
             method = getattr(trainer, name)
 
             def timed(*args, **kwargs):
-                start = time.perf_counter()
+                wall, cpu = time.perf_counter(), time.process_time()
                 out = method(*args, **kwargs)
-                self.inside[name] += time.perf_counter() - start
+                self.inside_wall[name] += time.perf_counter() - wall
+                self.inside_cpu[name] += time.process_time() - cpu
                 return out
             setattr(trainer, name, timed)
 
@@ -161,7 +164,7 @@ def time_trl(model_dir, rows, out_dir, bf16, cfg=OURS, steps_timed=STEPS, verifi
     trainer = trl.GRPOTrainer(model=str(model_dir), reward_funcs=hf.trl_reward(verifier), args=args,
                               train_dataset=dataset, processing_class=tokenizer, callbacks=[timer])
     trainer.remove_callback(PrinterCallback)                  # no per-step log dicts on stdout
-    for name in ("_generate", "_generate_and_score_completions"):
+    for name in WRAPPED:
         timer.wrap(trainer, name)
     trainer.train()
     return timer.steps[1:], trainer.state.log_history
@@ -200,22 +203,25 @@ def main():
             trl_bf16 += time_trl(tmp, rows, Path(tmp) / f"trl_bf16{round_}", bf16=True)[0]
             steps, small_params = time_small_gpt(rows)
             small += steps
-    fastest = min(ours, key=lambda s: s["step_s"])
-    trl_fastest = min(trl_steps, key=lambda s: s["step_s"])
-    ours_step, trl_step = fastest["step_s"], trl_fastest["step_s"]
-    bf16_fastest = min(trl_bf16, key=lambda s: s["step_s"])
-    small_fastest = min(small, key=lambda s: s["step_s"])
-    split = ("sample_s", "ref_s", "update_s")
+    fastest = min(ours, key=lambda s: s["step_wall_s"])
+    trl_fastest = min(trl_steps, key=lambda s: s["step_wall_s"])
+    ours_step, trl_step = fastest["step_wall_s"], trl_fastest["step_wall_s"]
+    bf16_fastest = min(trl_bf16, key=lambda s: s["step_wall_s"])
+    small_fastest = min(small, key=lambda s: s["step_wall_s"])
+
+    def split(step, keys):                          # TRL's ref holds its reward scoring too
+        return {k: round(step[k], 3) for k in keys}
     result = {
-        "ours_step_s": round(ours_step, 3),
-        "trl_step_s": round(trl_step, 3),
-        "ours_sample_tokens_per_s": round(max(s["sampled_tokens"] / s["sample_s"] for s in ours)),
+        "ours_step_wall_s": round(ours_step, 3),
+        "trl_step_wall_s": round(trl_step, 3),
+        "ours_sample_tokens_per_cpu_s": round(max(s["sampled_tokens"] / s["sample_cpu_s"] for s in ours)),
         "speedup_ours_vs_trl": round(trl_step / ours_step, 2),
-        "ours_split_s": {k: round(fastest[k], 3) for k in split},
-        "trl_split_s": {k: round(trl_fastest[k], 3) for k in split},   # ref_s holds its reward scoring too
-        "trl_bf16_autocast_step_s": round(bf16_fastest["step_s"], 3),
-        "trl_bf16_autocast_split_s": {k: round(bf16_fastest[k], 3) for k in split},
-        "speedup_ours_vs_trl_bf16_autocast": round(bf16_fastest["step_s"] / ours_step, 2),
+        "ours_split_cpu_s": split(fastest, CPU_SPLIT),
+        "trl_split_cpu_s": split(trl_fastest, CPU_SPLIT),
+        "trl_split_wall_s": split(trl_fastest, WALL_SPLIT),
+        "trl_bf16_autocast_step_wall_s": round(bf16_fastest["step_wall_s"], 3),
+        "trl_bf16_autocast_split_wall_s": split(bf16_fastest, WALL_SPLIT),
+        "speedup_ours_vs_trl_bf16_autocast": round(bf16_fastest["step_wall_s"] / ours_step, 2),
         "ours_trainer": "grpo.lm.hf.grpo_step: sample_completions (KV cache, each prompt prefilled once, "
                         "finished rows dropped), group_logprobs (each prompt read once per pass) for "
                         "the reference (inference_mode) and the policy (one forward/backward)",
@@ -230,11 +236,12 @@ def main():
             "ours": round(statistics.mean(s["completion_length_mean"] for s in ours), 1),
             "trl": round(statistics.mean(r["completions/mean_length"] for r in trl_log), 1),
             "ours_small_gpt": round(statistics.mean(s["completion_length_mean"] for s in small), 1)},
-        "ours_small_gpt_step_s": round(small_fastest["step_s"], 3),
-        "ours_small_gpt_split_s": {k: round(small_fastest[k], 3) for k in split},
-        "ours_small_gpt_sample_tokens_per_s": round(max(s["sampled_tokens"] / s["sample_s"] for s in small)),
+        "ours_small_gpt_step_wall_s": round(small_fastest["step_wall_s"], 3),
+        "ours_small_gpt_split_cpu_s": split(small_fastest, CPU_SPLIT),
+        "ours_small_gpt_sample_tokens_per_cpu_s": round(max(s["sampled_tokens"] / s["sample_cpu_s"]
+                                                            for s in small)),
         "ours_small_gpt_model": f"chapter 7's SFT GPT, {small_params} parameters "
-                                "(grpo.runstore.models.load_sft), sampled with grpo.lm.model.sample",
+                                "(grpo.runstore.models.load_sft), grpo.lm.rl.grpo_iteration",
         "steps_timed": {"ours": len(ours), "trl": len(trl_steps), "trl_bf16_autocast": len(trl_bf16),
                         "ours_small_gpt": len(small)},
     }

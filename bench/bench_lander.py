@@ -89,7 +89,7 @@ def main():
         n, wall, cpu = timed(fn)
         rows[name] = (n / wall, n / cpu)
         print(f"  {name:13s} {n:8d} steps  {n / wall:8.0f} steps/s wall  {n / cpu:8.0f} steps/s CPU")
-    out = {f"{k}_steps_per_s": round(v[0]) for k, v in rows.items()}
+    out = {f"{k}_steps_per_wall_s": round(v[0]) for k, v in rows.items()}
     out.update({f"{k}_steps_per_cpu_s": round(v[1]) for k, v in rows.items()})
     for k in ("ours_ppo", "ours_grpo"):
         out[f"{k}_over_sb3"] = round(rows[k][1] / rows["sb3_ppo"][1], 2)

@@ -84,8 +84,8 @@ def per_step_us(fn):
 def main():
     torch.set_num_threads(1)
     slow, fast = per_step_us(autograd_steps), per_step_us(numpy_steps)
-    out = {"minibatch": MB, "steps": STEPS, "autograd_us_per_step": round(slow, 1),
-           "numpy_us_per_step": round(fast, 1), "speedup": round(slow / fast, 2),
+    out = {"minibatch": MB, "steps": STEPS, "autograd_cpu_us_per_step": round(slow, 1),
+           "numpy_cpu_us_per_step": round(fast, 1), "speedup": round(slow / fast, 2),
            "torch": torch.__version__, "numpy": np.__version__,
            "note": "CPU microseconds per PPO minibatch step (forward, loss, backward, clip, Adam), best of 3"}
     write_bench(OUT, out, indent=1, sort_keys=False)

@@ -30,7 +30,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import torch  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_grpo_math import time_ours, time_trl, write_trainer_bench  # noqa: E402
+from bench_grpo_math import (CPU_SPLIT, WALL_SPLIT, time_ours, time_trl,  # noqa: E402
+                             write_trainer_bench)
 
 from grpo.experiments.ch11_pretrained import smollm2_runs as pretrained  # noqa: E402
 from grpo.lm.hf import encode_prompts, load_model, save_plain  # noqa: E402
@@ -43,7 +44,7 @@ STEPS, ROUNDS = 2, 2
 
 
 def time_head(vocab: int, rows: int, length: int, repeats: int = 3) -> dict:
-    """Forward and backward seconds of the log-prob head on (rows, length, vocab) logits: the full
+    """Forward and backward wall seconds of the log-prob head on (rows, length, vocab) logits: the full
     log-softmax with the entropy (what the step runs) against the chosen tokens' log-probs only."""
     g = torch.Generator().manual_seed(0)
     logits = torch.randn(rows, length, vocab, generator=g) * 3
@@ -84,20 +85,23 @@ def main():
                                   steps_timed=STEPS, verifier=last_number_reward)
             trl_steps += steps
             trl_log += log[1:-1]
-    fastest = min(ours, key=lambda s: s["step_s"])
-    trl_fastest = min(trl_steps, key=lambda s: s["step_s"])
+    fastest = min(ours, key=lambda s: s["step_wall_s"])
+    trl_fastest = min(trl_steps, key=lambda s: s["step_wall_s"])
     ours_length = sum(s["completion_length_mean"] for s in ours) / len(ours)
     mean_length = round(ours_length)
     head = time_head(vocab, cfg.G, mean_length)
-    split = ("sample_s", "ref_s", "update_s")
-    speedup = round(trl_fastest["step_s"] / fastest["step_s"], 2)
+    speedup = round(trl_fastest["step_wall_s"] / fastest["step_wall_s"], 2)
+
+    def split(step, keys):                          # TRL's ref holds its reward scoring too
+        return {k: round(step[k], 2) for k in keys}
     result = {
-        "ours_step_s": round(fastest["step_s"], 2),
-        "trl_step_s": round(trl_fastest["step_s"], 2),
+        "ours_step_wall_s": round(fastest["step_wall_s"], 2),
+        "trl_step_wall_s": round(trl_fastest["step_wall_s"], 2),
         "speedup_ours_vs_trl": speedup,
-        "ours_split_s": {k: round(fastest[k], 2) for k in split},
-        "trl_split_s": {k: round(trl_fastest[k], 2) for k in split},  # its ref_s holds reward scoring too
-        "logprob_head_one_group_s": head,
+        "ours_split_cpu_s": split(fastest, CPU_SPLIT),
+        "trl_split_cpu_s": split(trl_fastest, CPU_SPLIT),
+        "trl_split_wall_s": split(trl_fastest, WALL_SPLIT),
+        "logprob_head_one_group_wall_s": head,
         "logprob_head_shape": [cfg.G, mean_length, vocab],
         "mean_completion_tokens": {
             "ours": round(ours_length, 1),

@@ -18,6 +18,7 @@ from grpo.lm.rl import RunConfig, train_lm_grpo
 from grpo.lm.train import sft
 from grpo.runstore.models import load_sft
 from grpo.book.results import mismatches
+from grpo.runstore import without_timings
 
 N = 2  # replayed iterations (and SFT steps)
 
@@ -35,7 +36,7 @@ def _replayed_log(cfg: RunConfig, n: int = N) -> dict:
         cfg, iterations=n, eval_problems=1, eval_at_start=False, final_samples=0, held_out=0
     )
     log = train_lm_grpo(model, tok, train, val, short)["log"]
-    return {k: v for k, v in log.items() if k not in runs.TIMINGS}
+    return without_timings(log)
 
 
 def test_the_stored_jobs_are_the_ones_the_code_defines(stored):
@@ -67,7 +68,7 @@ def test_the_main_runs_are_the_sweep_s_first_iterations(stored):
     for seed, run in zip(main_runs.SEEDS, stored):
         sweep = runs.load_run("grpo_lr5e-05" + (f"_seed{seed}" if seed else ""))["log"]
         n = main_runs.MAIN.iterations
-        ours = {k: v for k, v in run["log"].items() if k not in runs.TIMINGS}
+        ours = without_timings(run["log"])
         theirs = {k: sweep[k][:n] for k in ours}
         assert not mismatches(theirs, ours, rtol=0, atol=0), "; ".join(
             mismatches(theirs, ours, rtol=0, atol=0)

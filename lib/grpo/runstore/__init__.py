@@ -148,6 +148,24 @@ def cpu_timed(fn: Callable, *args) -> tuple:
     return result, time.process_time() - cpu0
 
 
+# A GRPO log's timings are CPU seconds under names that say so (``sample_cpu_s``, ``ref_cpu_s``,
+# ``update_cpu_s``; a run's ``cpu_s``). The runs stored in data/runs/ before every time key named
+# its clock carry the first three as these names, and are never re-stored: read them as CPU seconds.
+STORED_TIME_KEYS = ("sample_s", "ref_s", "update_s")
+
+
+def is_timing(key: str) -> bool:
+    """Whether a log's ``key`` is a timing (``…_cpu_s``, ``…_wall_s``, or ``STORED_TIME_KEYS``):
+    what a replay leaves out, since no two runs take the same time."""
+    return key in STORED_TIME_KEYS or key in ("cpu_s", "wall_s") or key.endswith(("_cpu_s",
+                                                                                  "_wall_s"))
+
+
+def without_timings(log: dict) -> dict:
+    """``log`` (a row, or columns) without its timings (``is_timing``)."""
+    return {k: v for k, v in log.items() if not is_timing(k)}
+
+
 def command_line(module: str, doc: str, store: Callable, argv=None, *,
                  registry: dict | None = None, workers: int | None = None) -> None:
     """The experiments' one command line: ``python -m <module> [NAMES | --all | --list]
@@ -188,4 +206,4 @@ __all__ = ["DATA_DIR", "RUNS_DIR", "SCRATCH_DIR", "STORE_ENV", "run_dir", "writa
            "runs_to_write", "write_json",
            "write_json_rows", "write_weights",
            "read_weights", "write_arrays", "read_arrays", "read_json", "bits", "unbits",
-           "cpu_timed", "command_line"]
+           "cpu_timed", "STORED_TIME_KEYS", "is_timing", "without_timings", "command_line"]

@@ -34,7 +34,8 @@ from grpo.lm.rl import RunConfig, train_lm_grpo
 from grpo.lm.tokenizer import Tokenizer
 from grpo.lm.train import SFTConfig, sft
 from grpo.pool import parallel_map
-from grpo.runstore import read_arrays, read_json, run_dir, writable, write_arrays, write_json
+from grpo.runstore import (read_arrays, read_json, run_dir, without_timings, writable,
+                           write_arrays, write_json)
 
 # ----------------------------------------------------------------------------- chapter 9's runs
 
@@ -147,9 +148,6 @@ def run_jobs(jobs, starts: dict, tok: Tokenizer, workers: int = 2) -> list[dict]
 
 # ----------------------------------------------------------------------------- their storage
 
-TIMINGS = ("sample_s", "ref_s", "update_s")          # per-iteration seconds in a GRPO log
-
-
 def _pack(a: np.ndarray) -> dict:
     if not np.isin(a, (0, 1)).all():
         raise ValueError(f"only 0/1 outcomes are stored as bits, got values {np.unique(a)[:5]}")
@@ -170,7 +168,7 @@ def to_json(out: dict) -> dict:
         if isinstance(value, np.ndarray):
             plain[key] = _pack(value)
         elif key == "log":
-            plain[key] = {k: v for k, v in value.items() if k not in TIMINGS}
+            plain[key] = without_timings(value)
         else:
             plain[key] = value
     return plain

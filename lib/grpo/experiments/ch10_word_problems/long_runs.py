@@ -40,7 +40,7 @@ from grpo.lm.train import SFTConfig, sft
 from grpo.runstore.models import MODELS_DIR, SFT_CHECKPOINT, SFT_TOKENIZER, load_sft
 from grpo.pool import parallel_map
 from grpo.runstore import (bits, command_line, cpu_timed, read_json, run_dir,
-                           runs_to_write, unbits, writable, write_json)
+                           runs_to_write, unbits, without_timings, writable, write_json)
 
 RUN_FOLDER = run_dir("10_word_problems")
 MODULE = "grpo.experiments.ch10_word_problems.long_runs"
@@ -245,7 +245,6 @@ def load_run(name: str, directory: Path | None = None) -> dict:
     return read_json(directory / f"{name}.json", f"{MODULE} {name}")
 
 
-TIMINGS = ("sample_s", "ref_s", "update_s")
 _CONFIGS = {"grpo": RunConfig, "expert_iteration": EIConfig, "sft": SFTConfig}
 
 
@@ -279,7 +278,7 @@ def rerun(name: str, n: int = 2) -> dict:
         log = {"step": history["step"], "loss": history["loss"]}
     else:
         raise ValueError(f"{name!r} is an evaluation, with no log to replay")
-    return {k: v[:n] for k, v in log.items() if k not in TIMINGS}
+    return {k: v[:n] for k, v in without_timings(log).items()}
 
 
 def replay(name: str, n: int = 2) -> tuple[dict, dict]:

@@ -32,7 +32,7 @@ from grpo.lm.hf import encode_prompts, load_model, sample_completions, train_hf_
 from grpo.lm.verifier import last_number_reward
 from grpo.pool import parallel_map
 from grpo.runstore import (bits, command_line, cpu_timed, read_json, run_dir,
-                           runs_to_write, unbits, writable, write_json)
+                           runs_to_write, unbits, without_timings, writable, write_json)
 from grpo.stats import Lift, paired_lift
 
 MODULE = "grpo.experiments.ch11_pretrained.format_runs"
@@ -445,7 +445,6 @@ def verdict(primary: Lift, detectable: float) -> str:
             f"{detectable:.0f} points or more; it measured {primary})")
 
 
-TIMINGS = ("sample_s", "ref_s", "update_s", "cpu_s")
 
 
 def replay(name: str = "grpo_seed0", n: int = 2) -> tuple[dict, dict]:
@@ -457,7 +456,7 @@ def replay(name: str = "grpo_seed0", n: int = 2) -> tuple[dict, dict]:
     _, _, log, first = train_decided(RUNS[name], iterations=n)
 
     def plain(log, first):
-        return {"log": [{k: v for k, v in s.items() if k not in TIMINGS} for s in log[:n]],
+        return {"log": [without_timings(s) for s in log[:n]],
                 "first_batch": first}
     return plain(stored["log"], stored["first_batch"]), json.loads(json.dumps(plain(log, first)))
 

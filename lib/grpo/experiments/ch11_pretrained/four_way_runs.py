@@ -35,7 +35,7 @@ from grpo.lm.hf import load_model
 from grpo.lm.verifier import CALCULATION_READINGS, last_number_reward, read_calculation
 from grpo.pool import parallel_map
 from grpo.runstore import (command_line, cpu_timed, read_json, run_dir, runs_to_write, unbits,
-                           writable, write_json)
+                           without_timings, writable, write_json)
 from grpo.stats import Lift, holm, paired_lift
 
 MODULE = "grpo.experiments.ch11_pretrained.four_way_runs"
@@ -402,7 +402,6 @@ def four_way_iterations(directory: Path | None = None) -> LengthChoice:
                         runs_cost(n, False, per_iteration, per_evaluation))
 
 
-TIMINGS = ("sample_s", "ref_s", "update_s", "cpu_s")
 
 
 def replay(name: str = "grpo_seed0", n: int = 2) -> tuple[dict, dict]:
@@ -419,7 +418,7 @@ def replay(name: str = "grpo_seed0", n: int = 2) -> tuple[dict, dict]:
     _, _, log, first = train_from_prompt(chosen_prompt_or_refuse(), reward, seed, n)
 
     def plain(log, first):
-        return {"log": [{k: v for k, v in s.items() if k not in TIMINGS} for s in log[:n]],
+        return {"log": [without_timings(s) for s in log[:n]],
                 "first_batch": first}
     return plain(stored["log"], stored["first_batch"]), json.loads(json.dumps(plain(log, first)))
 

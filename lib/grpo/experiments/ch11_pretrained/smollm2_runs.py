@@ -40,7 +40,7 @@ from grpo.lm.verifier import (equations_in, last_number, last_number_reward, ran
                               reference_answer)
 from grpo.pool import parallel_map
 from grpo.runstore import (bits, command_line, cpu_timed, read_json, run_dir,
-                           runs_to_write, unbits, writable, write_json)
+                           runs_to_write, unbits, without_timings, writable, write_json)
 
 MODULE = "grpo.experiments.ch11_pretrained.smollm2_runs"
 RUN_FOLDER = run_dir("11_pretrained")
@@ -533,7 +533,6 @@ def first_equation_verdict(first) -> str:
             "in the arithmetic it writes")
 
 
-TIMINGS = ("sample_s", "ref_s", "update_s", "cpu_s")
 # Texts and rewards must match exactly; floats to REPLAY_RTOL: this float32 model's sums round
 # differently on another CPU (README, "Reproducibility": ATen's default kernels with MKL COMPATIBLE
 # moved the second iteration's loss and KL by 1.2e-5 relative, every completion the same), and a
@@ -551,7 +550,7 @@ def replay(name: str = "grpo_seed0", n: int = 2) -> tuple[dict, dict]:
     _, _, log, first = train_smollm2_grpo(Spec(**stored["spec"]), iterations=n)
 
     def plain(log, first):
-        return {"log": [{k: v for k, v in s.items() if k not in TIMINGS} for s in log[:n]],
+        return {"log": [without_timings(s) for s in log[:n]],
                 "first_batch": first}
     return plain(stored["log"], stored["first_batch"]), json.loads(json.dumps(plain(log, first)))
 

@@ -40,8 +40,8 @@ from grpo.lm.rl import RunConfig, train_lm_grpo
 from grpo.lm.verifier import reward
 from grpo.pool import parallel_map
 from grpo.seeding import seeded_generator
-from grpo.runstore import (STORE_ENV, command_line, cpu_timed, read_json, run_dir, writable,
-                           write_json)
+from grpo.runstore import (STORE_ENV, command_line, cpu_timed, read_json, run_dir,
+                           without_timings, writable, write_json)
 from grpo.runstore.addition_jobs import (GRPO_RECIPE, LEVELS, SFT_RUN, Job, stored_jobs,
                                          stored_sft_run)
 
@@ -144,8 +144,7 @@ def _aggregation_job(job) -> dict:
     if loss_type is not None:
         cfg = replace(WORD, aggregation=AGGREGATIONS[loss_type], seed=seed)
         run, cpu = cpu_timed(train_lm_grpo, model, tok, train, test, cfg)
-        out.update(cpu_s=cpu, log={k: v for k, v in run["log"].items()
-                                   if k not in ("sample_s", "ref_s", "update_s")})
+        out.update(cpu_s=cpu, log=without_timings(run["log"]))
     lengths, right = lengths_and_verdicts(model.eval(), tok, PROTOCOL.held_out(LENGTH_PROBLEMS),
                                           LENGTH_SAMPLES, LENGTH_SEED)
     out.update(lengths=lengths.tolist(), right=right.tolist())

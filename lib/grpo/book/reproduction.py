@@ -54,7 +54,6 @@ RULES = {
                "published figure for scale, never judged, counted nowhere.",
 }
 NOISE_KINDS = tuple(RULES)
-MEASURED_BY_CALLER = ("floor_set", "trained")
 
 
 class _NotRun:

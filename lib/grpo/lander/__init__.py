@@ -12,8 +12,8 @@ Modules (everything is re-exported here, so ``from grpo import lander; lander.tr
                 and the closed-form gradients ``grpo_loss_grad`` / ``ppo_loss_grad``
     trainers    the configs, ``RunSpec``, ``train_actor_critic`` (``PPODiagnostics`` attaches
                 SB3's diagnostics and the gradient probe), ``train_lander_grpo`` (plain GRPO;
-                ``GRPOControls`` attaches the controls' baselines and the diagnostics), ``train``,
-                ``run_lander_specs``
+                ``GRPOControls`` attaches the controls' baselines and the diagnostics) and
+                ``train`` (chapter 6's runs in worker processes: ``grpo.experiments.ch06_lander``)
     report      ``summarize``: one algorithm's per-seed runs as a registry entry
     (chapter 6's stored runs and studies are in ``grpo.experiments.ch06_lander``)
 """
@@ -34,7 +34,7 @@ from .trainers import (A2C_CONFIG, ALGOS, DEFAULT_CONFIGS, DIAGNOSTICS, ActorCri
                        PPO_DIAGNOSTICS, PPODiagnostics, RolloutBatch, RunSpec, critic_inputs,
                        lander_critic_values, rollout_batch,
                        episode_advantages, gae_targets, gradient_agreement, group_batch,
-                       log_diagnostics, minibatches, run_lander_specs, train, train_actor_critic,
+                       log_diagnostics, minibatches, train, train_actor_critic,
                        train_lander_grpo)
 
 __all__ = [name for name in dir() if not name.startswith("__")

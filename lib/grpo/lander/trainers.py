@@ -18,7 +18,6 @@ import torch
 from .. import checks
 from ..mlp import Adam, FlatMLP
 from ..objectives import action_logprobs, group_advantages
-from ..pool import parallel_map
 from .env import (OBS_DIM, TEST_SEED0, TIME_LIMIT, VAL_SEED0, Evaluator, StepCollector,
                   entropy_of, episode_outcomes, make_actor, make_critic, make_envs,
                   play_groups, policy_logits, sleep_gate, start_obs, visited_state_entropy)
@@ -601,12 +600,3 @@ def train(spec: RunSpec, progress=None) -> dict:
     trainer = train_lander_grpo if spec.algo.startswith("grpo") else train_actor_critic
     return trainer(spec, progress)
 
-
-def run_lander_specs(specs, workers: int = 2) -> list:
-    """Train every spec in ``workers`` spawned processes, one torch thread each; results in spec
-    order.
-
-    Each run is seeded by its spec alone, so the results do not depend on process scheduling. A
-    progress bar counts finished runs (off under the book's ``TQDM_DISABLE``).
-    """
-    return parallel_map(train, specs, workers, desc="lander runs")

@@ -5,10 +5,11 @@ Chapter 7 trains a small GPT on worked solutions and writes it here
 (``answer_only``) and their tokenizer; chapters 8, 10 and 12 start their runs from them:
 
     model, tok = load_sft()                        # chapter 7's SFT model (eval mode) and tokenizer
-    results = run_lm_configs([RunConfig(...), SFTConfig(...)], workers=2)
+    result = run_from_sft(RunConfig(...))          # one run from a fresh copy of the checkpoint
 
-``run_lm_configs`` runs each config in its own process from a fresh copy of the checkpoint
-(``run_from_sft``), so its results do not depend on which worker ran what.
+An experiment runs several in worker processes (``grpo.pool.parallel_map`` over ``run_from_sft``:
+``grpo.experiments.ch08_grpo_math.main_runs.run_and_store``); each starts from its own fresh copy,
+so its result does not depend on which worker ran what.
 """
 from __future__ import annotations
 
@@ -21,7 +22,6 @@ from grpo.lm.model import load
 from grpo.lm.rl import RunConfig, continued_sft, train_lm_grpo
 from grpo.lm.tokenizer import Tokenizer
 from grpo.lm.train import SFTConfig
-from grpo.pool import parallel_map
 
 from . import DATA_DIR
 
@@ -44,8 +44,12 @@ def load_sft(models_dir=MODELS_DIR, checkpoint=SFT_CHECKPOINT):
 
 
 def run_from_sft(cfg, sft_held_out: int = 0) -> dict:
-    """One of ``run_lm_configs``'s jobs, in this process: ``cfg`` (a ``RunConfig`` or an
-    ``SFTConfig``) from chapter 7's checkpoint, as ``run_lm_configs`` describes."""
+    """One run in this process, from a fresh copy of chapter 7's SFT checkpoint (or, with
+    ``answer_format="answer_only"``, its answer-only twin on answer-only problems): a ``RunConfig``
+    is ``train_lm_grpo``, an ``SFTConfig`` ``continued_sft`` (scored on
+    ``PROTOCOL.held_out(sft_held_out)`` when > 0). One torch thread."""
+    if not isinstance(cfg, (RunConfig, SFTConfig)):
+        raise ValueError(f"cfg must be a RunConfig or an SFTConfig, got {type(cfg).__name__}")
     torch.set_num_threads(1)
     short = getattr(cfg, "answer_format", "worked") == "answer_only"
     model, tok = load_sft(checkpoint=ANSWER_ONLY_CHECKPOINT if short else SFT_CHECKPOINT)
@@ -57,21 +61,5 @@ def run_from_sft(cfg, sft_held_out: int = 0) -> dict:
     return train_lm_grpo(model, tok, train, test, cfg)
 
 
-def _run_packed_job(job: tuple) -> dict:
-    return run_from_sft(*job)
-
-
-def run_lm_configs(configs, workers: int = 2, sft_held_out: int = 0) -> list[dict]:
-    """From chapter 7's SFT checkpoint (or, with ``answer_format="answer_only"``, its answer-only
-    twin on answer-only problems), run each config (a ``RunConfig``: ``train_lm_grpo``; an
-    ``SFTConfig``: ``continued_sft``, scored on ``PROTOCOL.held_out(sft_held_out)`` when > 0) in
-    ``workers`` spawned processes with one torch thread each; results in config order, independent
-    of which worker ran what."""
-    if not all(isinstance(c, (RunConfig, SFTConfig)) for c in configs):
-        raise ValueError("each config must be a RunConfig or an SFTConfig")
-    return parallel_map(_run_packed_job, [(c, sft_held_out) for c in configs], workers,
-                        desc="GRPO runs")
-
-
 __all__ = ["MODELS_DIR", "SFT_CHECKPOINT", "ANSWER_ONLY_CHECKPOINT", "SFT_TOKENIZER", "load_sft",
-           "run_from_sft", "run_lm_configs"]
+           "run_from_sft"]

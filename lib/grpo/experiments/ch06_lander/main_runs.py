@@ -11,9 +11,9 @@ bits on every run (a run is seeded by its spec alone), so the chapter reads them
     weights.npz   each run's actors (float64, exactly as trained): the argmax- and sampled-chosen
                   checkpoints and the final policy, and PPO's and GRPO's periodic snapshots
 
-``load_stored`` rebuilds the results ``run_lander_specs(specs())`` returns, and refuses a file
-written for other specs. ``tests/test_lander_main_runs.py`` re-trains each algorithm's first
-iteration and checks it against the stored one.
+``load_stored`` rebuilds the results ``run_and_store`` trained (``train`` of each spec), and
+refuses a file written for other specs. ``tests/test_lander_main_runs.py`` re-trains each
+algorithm's first iteration and checks it against the stored one.
 """
 from __future__ import annotations
 
@@ -74,7 +74,7 @@ def _key(run: dict, which: str) -> str:
 
 
 def store(results: list, runs: list, cpu_s: list, directory: Path | None = None) -> Path:
-    """Write ``results`` (``run_lander_specs(runs)``'s) and each run's CPU seconds."""
+    """Write ``results`` (``train`` of each of ``runs``) and each run's CPU seconds."""
     if len(results) != len(runs) or len(cpu_s) != len(runs):
         raise ValueError(f"results, runs and cpu_s must have one entry per run, got "
                          f"{len(results)}, {len(runs)} and {len(cpu_s)}")
@@ -100,9 +100,8 @@ def store(results: list, runs: list, cpu_s: list, directory: Path | None = None)
 
 
 def load_stored(runs: list | None = None, directory: Path | None = None) -> list:
-    """The stored results, as ``run_lander_specs(runs)`` returns them (weights as torch
-    tensors); ``runs`` defaults to ``specs()`` and must be the ones the file was written
-    for."""
+    """The stored results, as ``train`` returned them for ``runs`` (weights as torch tensors);
+    ``runs`` defaults to ``specs()`` and must be the ones the file was written for."""
     runs = specs() if runs is None else list(runs)
     directory = Path(directory or stored_dir())
     payload = read_json(directory / "runs.json", MODULE)

@@ -7,16 +7,16 @@ computes in float64), so the chapter reads them:
 ``python -m grpo.experiments.ch08_grpo_math.main_runs`` (or ``make full``) writes
 ``data/runs/08_grpo_math/main/``:
 
-    runs.json                 each job's config and result as ``models.run_lm_configs`` returns it:
+    runs.json                 each job's config and result as ``models.run_from_sft`` returns it:
                               logs and evaluations in full precision, per-problem outcomes as 0/1
                               strings, and each job's CPU seconds
     grpo_seed0.safetensors    the first main run's final weights (float64, exactly as trained),
                               which the chapter's before-and-after examples decode from
 
-``load_stored`` rebuilds what ``models.run_lm_configs(jobs())`` returns, and refuses a file
-written for other jobs. ``tests/test_lm_main_runs.py`` re-runs each GRPO seed's first iterations
-and the control's first SFT steps against the stored logs, and re-scores held-out problems from the
-stored weights.
+``load_stored`` rebuilds what ``models.run_from_sft`` returned for each of ``jobs()``, and refuses
+a file written for other jobs. ``tests/test_lm_main_runs.py`` re-runs each GRPO seed's first
+iterations and the control's first SFT steps against the stored logs, and re-scores held-out
+problems from the stored weights.
 """
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ WEIGHTS = "grpo_seed0.safetensors"
 def jobs(main: RunConfig = MAIN) -> list:
     """The stored jobs, longest first: GRPO seed by seed, the continued SFT, the baseline. A
     ``main`` other than ``MAIN`` (a reader's edit) gives jobs the stored file does not hold:
-    ``load_stored`` refuses them, and ``models.run_lm_configs`` runs them."""
+    ``load_stored`` refuses them, and ``run_and_store`` runs them."""
     return [replace(main, seed=s) for s in SEEDS] + [CONTINUED_SFT, BASELINE]
 
 
@@ -124,8 +124,8 @@ def _result(record: dict) -> dict:
 
 
 def store(results: list, runs: list, cpu_s: list, directory: Path | None = None) -> Path:
-    """Write ``results`` (``run_lm_configs(runs)``'s), each job's CPU seconds, and the first
-    GRPO run's final weights."""
+    """Write ``results`` (``models.run_from_sft`` of each of ``runs``), each job's CPU seconds, and
+    the first GRPO run's final weights."""
     if len(results) != len(runs) or len(cpu_s) != len(runs):
         raise ValueError(
             f"results, runs and cpu_s must have one entry per job, got "
@@ -143,7 +143,7 @@ def store(results: list, runs: list, cpu_s: list, directory: Path | None = None)
 
 
 def load_stored(runs: list | None = None, directory: Path | None = None) -> list:
-    """The stored results, as ``run_lm_configs(runs)`` returns them (outcomes as 0/1 float
+    """The stored results, as ``models.run_from_sft`` returned them (outcomes as 0/1 float
     arrays; the first run's ``state`` as float64 tensors); ``runs`` defaults to ``jobs()``
     and must be the ones the file was written for."""
     runs = jobs() if runs is None else list(runs)
@@ -172,9 +172,8 @@ def _timed_job(job_and_held_out) -> tuple:
 def run_and_store(
     runs: list | None = None, workers: int = WORKERS, directory: Path | None = None
 ) -> Path:
-    """Run ``runs`` (default ``jobs()``) in ``workers`` processes, as the chapter's
-    ``models.run_lm_configs`` would (the SFT control scored on ``HELD_OUT`` problems), and store
-    them."""
+    """Run ``runs`` (default ``jobs()``) in ``workers`` processes, each by ``models.run_from_sft``
+    (the SFT control scored on ``HELD_OUT`` problems), and store them."""
     runs = jobs() if runs is None else list(runs)
     done = parallel_map(_timed_job, [(j, HELD_OUT) for j in runs], workers,
                         desc="08 main runs")

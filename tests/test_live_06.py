@@ -1,5 +1,6 @@
 """Chapter 6's live run and switches: the live cell trains PPO and GRPO behind a progress bar, and
 every switch that re-trains a stored run writes to scratch/, never over data/runs/."""
+import ast
 import json
 from pathlib import Path
 
@@ -22,13 +23,46 @@ def _code(path):
     return ["".join(c["source"]) for c in _cells(path) if c["cell_type"] == "code"]
 
 
+def live_calls(source: str) -> dict:
+    """What a cell's code (not its comments) does: ``{called name: [keyword names]}`` and the
+    string constants it names, read from its syntax tree."""
+    tree = ast.parse(source)
+    calls = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            calls.setdefault(ast.unparse(node.func), []).extend(k.arg for k in node.keywords)
+    strings = {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant)
+               and isinstance(n.value, str)}
+    return {"calls": calls, "strings": strings}
+
+
+def check_live_cell(source: str) -> None:
+    """The live cell trains PPO and GRPO with ``lander.train`` behind ``progress``, seed 0, and
+    writes nothing: read from its code, so a comment that names them does not count."""
+    code = live_calls(source)
+    assert "lander.train" in code["calls"] and "progress" in code["calls"], code["calls"]
+    assert "seed" in code["calls"].get("lander.RunSpec", []), "the runs are seeded"
+    assert {"ppo", "grpo"} <= code["strings"], code["strings"]
+    assert not any(name.split(".")[-1].startswith(("save", "write", "store")) for name in
+                   code["calls"]) and not any("data/" in s for s in code["strings"])
+
+
 def test_the_live_cell_trains_ppo_and_grpo_behind_a_progress_bar():
     live = ["".join(c["source"]) for c in _cells(CHAPTER)
             if "live-run" in c["metadata"].get("tags", [])]
     assert len(live) == 1
-    assert "lander.train(" in live[0] and "progress(" in live[0] and "seed=0" in live[0]
-    assert '"ppo"' in live[0] and '"grpo"' in live[0]
-    assert "data/" not in live[0] and "save" not in live[0]
+    check_live_cell(live[0])
+
+
+@pytest.mark.parametrize("source", [
+    "# lander.train(spec) behind progress(...), 'ppo' and 'grpo', seed=0\nx = 1\n",
+    "spec = lander.RunSpec('ppo', seed=0)\n# progress(range(9))\nlive = lander.train(spec)\n",
+    "for a in ('ppo', 'grpo'):\n    with progress(range(9)) as bar:\n"
+    "        lander.train(lander.RunSpec(a, seed=0), progress=bar)\n    lander.save(a)\n",
+])
+def test_a_live_cell_that_only_names_the_training_in_comments_fails(source):
+    with pytest.raises(AssertionError):
+        check_live_cell(source)
 
 
 @pytest.mark.parametrize("path", PAGES, ids=lambda p: p.name)

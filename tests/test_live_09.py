@@ -6,6 +6,8 @@ import json
 from dataclasses import replace
 
 import numpy as np
+import pytest
+import torch
 
 from grpo import runstore
 from grpo.experiments.ch09_addition import grids as Gd
@@ -50,11 +52,23 @@ def test_a_retrained_sft_run_goes_to_scratch(tmp_path, monkeypatch):
     cfg = replace(J.SFT_RECIPE, steps=2, eval_every=1, eval_problems=4)
     folder = runs / "09_addition" / "sft"
     tok = A.addition_tokenizer()
-    J.stored_sft_run("tiny", cfg, (), tok, folder=folder, retrain=True)
+    history, states = J.stored_sft_run("tiny", cfg, (), tok, folder=folder, retrain=True)
     assert not folder.exists()
-    assert (scratch / "runs" / "09_addition" / "sft" / "tiny.json").is_file()
+    # what scratch holds is this run: its config, its history, its last step's weights
+    keys, stored_history, stored_states = J.load_sft_run("tiny", scratch / "runs" / "09_addition"
+                                                         / "sft")
+    assert keys == {"config": repr(cfg), "seed": 0, "levels": []}
+    assert stored_history == history and len(history["step"]) == cfg.steps
+    assert list(stored_states) == list(states) == [history["eval_step"][-1]]
+    assert all(torch.equal(stored_states[s][k], v.to(stored_states[s][k].dtype))
+               for s in states for k, v in states[s].items())
+    # asked again without retrain=True, it is read back from scratch, not trained again
+    monkeypatch.setattr(J, "train_sft", lambda *a, **k: pytest.fail("trained again"))
+    assert J.stored_sft_run("tiny", cfg, (), tok, folder=folder)[0] == history
     cfgs = [replace(J.SFT_RECIPE, steps=2, eval_every=2, eval_problems=4)]
-    J.stored_endpoints("ends", cfgs, tok, workers=1, folder=runs / "09_addition" / "endpoints",
-                       retrain=True)
-    assert (scratch / "runs" / "09_addition" / "endpoints" / "ends.json").is_file()
+    ends = J.stored_endpoints("ends", cfgs, tok, workers=1,
+                              folder=runs / "09_addition" / "endpoints", retrain=True)
+    written = json.loads((scratch / "runs" / "09_addition" / "endpoints" / "ends.json").read_text())
+    assert written["keys"] == {"configs": [repr(c) for c in cfgs], "seed": 0}
+    assert written["endpoints"] == ends and ends[0]["steps"] == 2
     assert not (runs / "09_addition" / "endpoints").exists()

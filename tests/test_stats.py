@@ -57,9 +57,20 @@ def test_seeds_pool_and_per_seed_lifts_are_each_seeds_mean():
 
 
 def test_deterministic_by_seed():
+    """The interval is a function of the data and ``seed`` alone: the global generators' state
+    does not reach it, the default seed is a seed like any other, and another seed moves it."""
+    import inspect
+    import random
     rng = np.random.default_rng(4)
     b, a = rng.random(300), rng.random(300)
-    assert paired_lift(b, a) == paired_lift(b, a)
+    first = paired_lift(b, a)
+    np.random.seed(123)
+    random.seed(123)
+    np.random.random(1000)                     # the global streams moved between the two calls
+    assert paired_lift(b, a) == first
+    default = inspect.signature(paired_lift).parameters["seed"].default
+    assert paired_lift(b, a, seed=default) == first
+    assert paired_lift(b, a, seed=default + 1).ci95 != first.ci95
     assert paired_lift(b, a, seed=1).ci95 != paired_lift(b, a, seed=2).ci95
 
 

@@ -24,12 +24,36 @@ def switches():
             source = "".join(cell["source"])
             if cell["cell_type"] == "code" and SWITCH.search(source):
                 above = "".join(cells[i - 1]["source"]) if i else ""
-                found.append((f"{path.relative_to(ROOT)}:{SWITCH.search(source).group(1)}",
+                found.append((f"{path.relative_to(ROOT)}:{i}:{SWITCH.search(source).group(1)}",
                               source, above))
     return found
 
 
 SWITCHES = switches()
+# A cost is a number with its unit ("21 CPU-minutes", "0.5 GB"), or a value glued from the stored
+# runs or the benches ({eval}`glue["sft_cpu_min"]` CPU-minutes); a comment may wrap between them.
+CPU_COST = re.compile(r"(\d[\d,.]*|\{eval\}`[^`]*`)\s*(-\s*)?CPU[- ]?(seconds|minutes|hours|s|min|h)\b")
+MEMORY_COST = re.compile(r"(\d[\d,.]*|\{eval\}`[^`]*`)\s*(GB|MB)\b")
+# Switches that name their cost without a number: the pages are rewritten in main (issue 62 lists
+# the edit); each fails here once it states its cost, and then leaves this list.
+VAGUE = {"chapters/07_small_lm.ipynb:RETRAIN": "memory: 'the same memory' as the SFT run above",
+         "chapters/11_pretrained.ipynb:RETRAIN": "CPU and memory: 'the note above sums them', "
+                                                 "'about the memory this page peaks at'"}
+
+
+def stated_cost(text: str) -> tuple[bool, bool]:
+    """Whether ``text`` (a switch's cell and the prose above it) states a CPU time and a memory
+    peak as numbers."""
+    text = re.sub(r"\n\s*#\s*", " ", text)                 # a comment wrapped onto its next line
+    return bool(CPU_COST.search(text)), bool(MEMORY_COST.search(text))
+
+
+def _param(switch):
+    name, source, above = switch
+    page, _, var = name.split(":")
+    vague = VAGUE.get(f"{page}:{var}") if not all(stated_cost(source + above)) else None
+    marks = [pytest.mark.xfail(strict=True, reason=f"states no {vague}")] if vague else []
+    return pytest.param(name, source, above, marks=marks, id=name)
 
 
 def test_the_book_has_its_switches():
@@ -38,10 +62,20 @@ def test_the_book_has_its_switches():
         assert any(name.startswith(f"chapters/{n:02d}_") for name in names), n
 
 
-@pytest.mark.parametrize("name, source, above", SWITCHES, ids=[s[0] for s in SWITCHES])
+@pytest.mark.parametrize("name, source, above", [_param(s) for s in SWITCHES])
 def test_a_switch_retrains_into_scratch_and_states_its_cost(name, source, above):
     assert TO_SCRATCH.search(source) or not WRITES.search(source), \
         f"{name}: the switch's cell neither routes to scratch nor is free of writes"
-    text = source + above
-    assert "CPU" in text, f"{name}: no CPU time stated at the switch"
-    assert re.search(r"\b(GB|MB)\b|memory", text), f"{name}: no memory stated at the switch"
+    cpu, memory = stated_cost(source + above)
+    assert cpu, f"{name}: no CPU time (a number and its unit) stated at the switch"
+    assert memory, f"{name}: no memory peak (a number and GB or MB) stated at the switch"
+
+
+@pytest.mark.parametrize("text, cpu, memory", [
+    ("# RETRAIN = True re-runs it (CPU time as stored)\n", False, False),   # the word alone
+    ("# about the memory this page peaks at; 21 CPU-minutes\n", True, False),
+    ("# about 7\n# CPU-minutes; peak under 1 GB\n", True, True),        # wrapped in a comment
+    ('takes {eval}`glue["sft_cpu_min"]` CPU-minutes and {eval}`glue["gb"]` GB', True, True),
+])
+def test_a_cost_is_a_number_with_its_unit(text, cpu, memory):
+    assert stated_cost(text) == (cpu, memory)

@@ -70,7 +70,7 @@ def test_the_design_is_one_record_with_two_arms_five_secondaries_and_its_rules()
     assert {a["reward"] for a in record["arms"].values()} == {"verifier", "random"}
     assert len(record["secondary"]) == len(W.SECONDARY) == 5
     assert record["pilot"]["seed"] not in range(record["seeds"])
-    assert record == W.design_record()
+    assert record == W.stored_design()
 
 
 def _scores(**overrides):

@@ -311,6 +311,11 @@ PRODUCER_PROTOCOL = {
     "retrain_dir": (),                                    # which is this one (under scratch/),
     "outcomes_of": ("name", "key", "part", "directory"),  # per-problem outcomes,
     "lift": ("names", "against", "key", "part", "directory"),  # paired lift over another run
+    # a design's readers (chapter 11's two designs): an arm's runs, the prompts' selection scores,
+    # the endpoints the design named, each read from the stored runs or a re-trained folder
+    "arm_runs": ("arm",),
+    "selection_scores": ("directory",),
+    "endpoints": ("directory",),
 }
 
 

@@ -47,19 +47,22 @@ def shown_text(bundle: dict) -> str:
         return text
 
 
-def stored_glue(nb: dict) -> dict[str, str]:
-    """``{name: shown text}`` for every value a notebook (parsed JSON) glued, from its outputs."""
+def glue_outputs(nb: dict):
+    """``(name, mime bundle)`` of every output that glued a value in a notebook (parsed JSON), in
+    order (a name glued twice comes twice)."""
     if not isinstance(nb, dict) or "cells" not in nb:
         raise ValueError("nb must be a notebook parsed from JSON (a dict with 'cells')")
-    found = {}
     for cell in nb["cells"]:
         for out in cell.get("outputs", []):
             name = out.get("metadata", {}).get("scrapbook", {}).get("name")
-            if name is None:
-                continue
-            data = {k.removeprefix(GLUE_MIME_PREFIX): v for k, v in out.get("data", {}).items()}
-            found[name] = shown_text(data)
-    return found
+            if name is not None:
+                yield name, out.get("data", {})
+
+
+def stored_glue(nb: dict) -> dict[str, str]:
+    """``{name: shown text}`` for every value a notebook (parsed JSON) glued, from its outputs."""
+    return {name: shown_text({k.removeprefix(GLUE_MIME_PREFIX): v for k, v in data.items()})
+            for name, data in glue_outputs(nb)}
 
 
 class ShownText(str):

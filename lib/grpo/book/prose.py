@@ -24,6 +24,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from .glued import glue_outputs
+
 _GLUE = re.compile(r"\{glue(?::(?:text|any|md))?\}`([^`:]+)(?::([^`]*))?`"
                    r"""|\{eval\}`\s*glue\[\s*["']([^"']+)["']\s*\]\s*`""")
 _ROLE_TARGET = re.compile(r"\{(?!glue)([\w:-]+)\}`([^`]*)`")
@@ -38,20 +40,15 @@ _WORD = re.compile(r"[A-Za-z0-9]+(?:['’][A-Za-z]+)?")
 def glued_values(nb: dict) -> dict[str, object]:
     """``{name: value}`` for every value the notebook glued (the last one, if glued twice)."""
     values = {}
-    for cell in nb["cells"]:
-        for out in cell.get("outputs", []):
-            name = out.get("metadata", {}).get("scrapbook", {}).get("name")
-            if name is None:
-                continue
-            data = out.get("data", {})
-            text = next((data[k] for k in ("application/papermill.record/text/markdown",
-                                           "application/papermill.record/text/plain", "text/plain")
-                         if k in data), "")
-            text = "".join(text) if isinstance(text, list) else text
-            try:
-                values[name] = json.loads(text.replace("'", '"'))
-            except ValueError:
-                values[name] = text.strip("'\"")
+    for name, data in glue_outputs(nb):
+        text = next((data[k] for k in ("application/papermill.record/text/markdown",
+                                       "application/papermill.record/text/plain", "text/plain")
+                     if k in data), "")
+        text = "".join(text) if isinstance(text, list) else text
+        try:
+            values[name] = json.loads(text.replace("'", '"'))
+        except ValueError:
+            values[name] = text.strip("'\"")
     return values
 
 

@@ -259,8 +259,15 @@ class Arm:
     note: str = ""
 
 
+class Recorded:
+    """A design as every run and the results file store it (``as_record``: its fields, in order)."""
+
+    def as_record(self) -> dict:
+        return asdict(self)
+
+
 @dataclass(frozen=True)
-class Design:
+class Design(Recorded):
     """The experiment, fixed before its runs (``DESIGN``; stored in the results file as is)."""
     question: str
     train_prompt: str
@@ -276,12 +283,9 @@ class Design:
     pass_at_k: tuple
     pass_at_k_samples: int
     pass_at_k_arm: str
-    budget_cpu_h: float
-    power: dict = field(default_factory=dict)
-    exploratory: str = ""
-
-    def as_record(self) -> dict:
-        return asdict(self)
+    budget_cpu_h: float             # the CPU-hours all the runs may take
+    power: dict = field(default_factory=dict)    # power_record: the seeds' count, and why
+    exploratory: str = ""           # what counts as exploratory
 
 
 # The power calculation's inputs, from the first experiment's stored runs (``smollm2_runs``: five
@@ -302,6 +306,19 @@ def recipe():
     it only in its prompt and its reward."""
     from grpo.experiments.ch11_pretrained.smollm2_runs import RECIPE
     return RECIPE
+
+
+def power_record(seed_sd: float, problem_half: float, source: str, target: float, seeds: int,
+                 limit: str) -> dict:
+    """A design's power calculation as its record stores it: the inputs (``detectable_effect``'s,
+    and where they come from), the effect detectable at 80% power for 3 to 10 seeds and at the
+    chosen ``seeds``, against the ``target`` effect."""
+    def detectable(s):
+        return round(detectable_effect(seed_sd, problem_half, s), 1)
+    return {"seed_sd_points": seed_sd, "problem_half_points": problem_half, "from": source,
+            "power": 0.8, "target_points": target,
+            "detectable_points_by_seeds": {s: detectable(s) for s in range(3, 11)},
+            "chosen_seeds": seeds, "detectable_points": detectable(seeds), "limit": limit}
 
 
 def power_table(seeds=range(3, 11)) -> dict:
@@ -352,17 +369,12 @@ DESIGN = Design(
     pass_at_k_samples=16,
     pass_at_k_arm="grpo",
     budget_cpu_h=6.0,
-    power={"seed_sd_points": FIRST_EXPERIMENT_SEED_SD,
-           "problem_half_points": FIRST_EXPERIMENT_PROBLEM_HALF,
-           "from": "the first experiment's five GRPO seeds, first-equation lift on its 200 "
-                   "held-out problems (47 calculations)",
-           "power": 0.8, "target_points": TARGET_EFFECT,
-           "detectable_points_by_seeds": power_table(),
-           "chosen_seeds": SEEDS,
-           "detectable_points": power_table([SEEDS])[SEEDS],
-           "limit": "the problems' half-width alone keeps the detectable effect above about 10 "
-                    "points at any seed count: 48 held-out calculations is most of what one-step "
-                    "arithmetic offers (119 calculations in all)"},
+    power=power_record(FIRST_EXPERIMENT_SEED_SD, FIRST_EXPERIMENT_PROBLEM_HALF,
+                       "the first experiment's five GRPO seeds, first-equation lift on its 200 "
+                       "held-out problems (47 calculations)", TARGET_EFFECT, SEEDS,
+                       "the problems' half-width alone keeps the detectable effect above about 10 "
+                       "points at any seed count: 48 held-out calculations is most of what "
+                       "one-step arithmetic offers (119 calculations in all)"),
     exploratory="anything run or computed after the runs were seen is labelled exploratory where "
                 "it is reported",
 )
@@ -447,7 +459,7 @@ def checkpoints(iterations: int, intermediate: bool = True) -> tuple:
 
 
 @dataclass(frozen=True)
-class FourWayDesign:
+class FourWayDesign(Recorded):
     """The second experiment, fixed before its runs (``FOUR_WAY_DESIGN``; stored in every run and
     in the results file as is). The prompt and the length are rules here; their outcomes,
     ``FOUR_WAY_PROMPT`` and ``FOUR_WAY_ITERATIONS``, are written below once the rules are
@@ -468,12 +480,9 @@ class FourWayDesign:
     descriptive: str
     interval: str
     family: str
-    budget_cpu_h: float
-    power: dict = field(default_factory=dict)
+    budget_cpu_h: float             # BUDGET_RULE's budget, selection, pilot and start included
+    power: dict = field(default_factory=dict)    # power_record for share (d)
     exploratory: str = ""
-
-    def as_record(self) -> dict:
-        return asdict(self)
 
 
 FOUR_WAY_DESIGN = FourWayDesign(
@@ -520,16 +529,11 @@ FOUR_WAY_DESIGN = FourWayDesign(
              "clusters), plus a t-interval over the seeds in quadrature",
     family="the five secondary endpoints, Holm-corrected together; the primary alone at 0.05",
     budget_cpu_h=FOUR_WAY_BUDGET_CPU_H,
-    power={"seed_sd_points": FIRST_DESIGN_RIGHT_SEED_SD,
-           "problem_half_points": FIRST_DESIGN_RIGHT_PROBLEM_HALF,
-           "from": "the first design's six 'grpo' seeds, their lift in share (d) on its 192 "
-                   "held-out problems (48 calculations), read four ways",
-           "power": 0.8, "target_points": FOUR_WAY_TARGET,
-           "detectable_points_by_seeds": four_way_power_table(),
-           "chosen_seeds": FOUR_WAY_SEEDS,
-           "detectable_points": four_way_power_table([FOUR_WAY_SEEDS])[FOUR_WAY_SEEDS],
-           "limit": "the calculations' half-width alone keeps the detectable effect above about 7 "
-                    "points at any seed count"},
+    power=power_record(FIRST_DESIGN_RIGHT_SEED_SD, FIRST_DESIGN_RIGHT_PROBLEM_HALF,
+                       "the first design's six 'grpo' seeds, their lift in share (d) on its 192 "
+                       "held-out problems (48 calculations), read four ways", FOUR_WAY_TARGET,
+                       FOUR_WAY_SEEDS, "the calculations' half-width alone keeps the detectable "
+                       "effect above about 7 points at any seed count"),
     exploratory="anything run or computed after the runs were seen is labelled exploratory where "
                 "it is reported",
 )

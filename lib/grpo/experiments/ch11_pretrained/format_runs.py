@@ -28,11 +28,12 @@ from grpo.experiments.ch11_pretrained import design as D
 from grpo.experiments.ch11_pretrained.smollm2_runs import (RECIPE, batch_reward, equation_scores,
                                                             one_equation_format)
 from grpo.lm.eval import pass_at_k_per_problem
-from grpo.lm.hf import encode_prompts, load_model, sample_completions, train_hf_grpo
+from grpo.experiments.ch11_pretrained.registry import (greedy_texts, read_run, registry_command,
+                                                        replayed, retrain_runs, with_cpu_s,
+                                                        store_runs, train_from_problems)
+from grpo.lm.hf import encode_prompts, load_model, sample_completions
 from grpo.lm.verifier import last_number_reward
-from grpo.pool import parallel_map
-from grpo.runstore import (bits, command_line, cpu_timed, read_json, run_dir,
-                           runs_to_write, unbits, without_timings, writable, write_json)
+from grpo.runstore import bits, run_dir, unbits, writable
 from grpo.stats import Lift, paired_lift
 
 MODULE = "grpo.experiments.ch11_pretrained.format_runs"
@@ -60,28 +61,15 @@ def readings(texts, ended, problems) -> dict:
                                              for t, e in zip(texts, ended, strict=True)])}
 
 
-@torch.inference_mode()
 def greedy_under_prompt(model, tok, problems, prompt: str,
                         max_new_tokens: int = RECIPE.max_new_tokens) -> dict:
     """Greedy answers under ``prompt``: each answer's text (the prompt's answer prefix included),
     whether it ended within the budget (0/1 string), and its length in tokens."""
-    model.eval()
-    texts, ended, lengths = [], [], []
-    for i in range(0, len(problems), EVAL_BATCH):
-        batch = problems[i:i + EVAL_BATCH]
-        ids, mask = encode_prompts(tok, [p["question"] for p in batch], model.device,
-                                   render=renderer(prompt))
-        out = model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=max_new_tokens,
-                             do_sample=False, pad_token_id=tok.pad_token_id,
-                             eos_token_id=tok.eos_token_id)
-        new = out[:, ids.shape[1]:]
-        is_eos = new == tok.eos_token_id
-        ended += is_eos.any(1).tolist()
-        lengths += torch.where(is_eos.any(1), is_eos.int().argmax(1) + 1, new.shape[1]).tolist()
-        texts += [D.answer_prefix(prompt, p["question"]) + t
-                  for p, t in zip(batch, tok.batch_decode(new, skip_special_tokens=True),
-                                  strict=True)]
-    return {"texts": texts, "ended": bits(ended), "lengths": lengths}
+    texts, ended, lengths = greedy_texts(model, tok, problems, max_new_tokens, EVAL_BATCH,
+                                         render=renderer(prompt))
+    return {"texts": [D.answer_prefix(prompt, p["question"]) + t
+                      for p, t in zip(problems, texts, strict=True)],
+            "ended": bits(ended), "lengths": lengths}
 
 
 @torch.inference_mode()
@@ -159,27 +147,15 @@ def train_from_prompt(prompt: str, reward: str, seed: int, iterations: int, chec
     answers paid ``reward`` (``smollm2_runs.REWARDS``), for ``iterations`` iterations: its prompts
     are ``design.training_draw(seed)``, the same for every reward at a seed. ``checkpoint(step,
     policy, tokenizer)`` as ``grpo.lm.hf.train_hf_grpo``'s. Returns (policy, tokenizer, log, first
-    batch); each step's log adds the verifier's ``correct_mean`` and ``ended_mean``."""
+    batch, its texts with the prompt's answer prefix); each step's log adds the verifier's
+    ``correct_mean`` and ``ended_mean`` (``registry.train_from_problems``)."""
     cfg = replace(D.recipe(), seed=seed)
-    prompts = D.training_draw(seed, iterations * cfg.prompts)
-    batches = [prompts[i * cfg.prompts:(i + 1) * cfg.prompts] for i in range(iterations)]
-    seen, first = {}, {}
-
-    def record(step, stats):
-        stats.update(correct_mean=float(np.mean(seen["correct"])),
-                     ended_mean=float(np.mean(seen["finished"])))
-        if step == 0:                   # the texts as the reader sees them: prefix included
-            prefixes = [D.answer_prefix(prompt, p["question"]) for p in batches[0]
-                        for _ in range(cfg.G)]
-            first.update(seen, questions=[p["question"] for p in batches[0]],
-                         answers=[p["answer"] for p in batches[0]],
-                         texts=[a + t for a, t in zip(prefixes, seen["texts"], strict=True)])
-
+    seen = {}
     paid = batch_reward(reward, torch.Generator().manual_seed(1000 + seed), seen)
-    policy, tok, log = train_hf_grpo(
-        cfg, ([[p["question"] for p in b], [p["answer"] for p in b]] for b in batches),
-        reward=paid, on_step=record, render=renderer(prompt), checkpoint=checkpoint)
-    return policy, tok, log, first
+    return train_from_problems(cfg, D.training_draw(seed, iterations * cfg.prompts), iterations,
+                               paid, seen, render=renderer(prompt),
+                               prefix=functools.partial(D.answer_prefix, prompt),
+                               checkpoint=checkpoint)
 
 
 def train_decided(spec: DecidedRun, iterations: int | None = None):
@@ -207,28 +183,14 @@ def run(name: str, directory: Path | None = None) -> dict:
         else:
             out["held_out"] = score_held_out(model, tok, spec)
         return out
-    out, cpu = cpu_timed(work)
-    out["cpu_s"] = round(cpu, 1)
-    return out
-
-
-def _run_and_write(job: tuple) -> str:
-    name, where = job                   # (name, folder or None): one picklable item per run
-    directory = RUN_FOLDER if where is None else Path(where)
-    return str(write_json(directory / f"{name}.json", run(name, directory)))
+    return with_cpu_s(work)
 
 
 def run_and_store(runs=None, workers: int = 2, directory: Path | None = None) -> list:
-    """Run registry entries (``runs``: names, default all) in ``workers`` processes (in this one
-    when 1) and store each in ``directory`` (default ``RUN_FOLDER``)."""
-    names = list(RUNS) if runs is None else list(runs)
-    unknown = [n for n in names if n not in RUNS]
-    if unknown:
-        raise ValueError(f"runs: unknown {unknown}; the runs are {list(RUNS)}")
-    jobs = [(n, None if directory is None else str(directory)) for n in names]
-    if workers == 1:                    # in this process (the notebook's kernel)
-        return [_run_and_write(job) for job in jobs]
-    return parallel_map(_run_and_write, jobs, workers=workers, desc="runs")
+    """Run the first design's runs (``runs``: names, default all, in the registry's order: a cut
+    budget drops whole seeds last) in ``workers`` processes, or in this one when 1, and store each
+    in ``directory`` (default ``RUN_FOLDER``)."""
+    return store_runs(run, RUNS, RUN_FOLDER if directory is None else directory, runs, workers)
 
 
 def retrain_dir() -> Path:
@@ -241,20 +203,13 @@ def retrain(names=None, workers: int = 2, again: bool = False) -> Path:
     """The chapter's RETRAIN switch: run registry entries (default all) into ``retrain_dir()``,
     never ``data/runs/``, and return that folder for ``load_run(name, folder)`` and
     ``endpoints(folder)``. A run already there is kept unless ``again``."""
-    directory = retrain_dir()
-    todo = runs_to_write(names, RUNS, directory, again)
-    if todo:
-        run_and_store(todo, workers, directory)
-    return directory
+    return retrain_runs(run, RUNS, RUN_FOLDER, names, workers, again)
 
 
 def load_run(name: str, directory: Path | None = None) -> dict:
     """A stored decided run, from ``directory`` (default ``RUN_FOLDER``; ``retrain()``'s folder
     for a re-run); a clear error, naming the command, if it was never run."""
-    if name not in RUNS:
-        raise ValueError(f"name: unknown run {name!r}; the runs are {list(RUNS)}")
-    directory = RUN_FOLDER if directory is None else Path(directory)
-    return read_json(directory / f"{name}.json", f"{MODULE} {name}")
+    return read_run(MODULE, RUNS, RUN_FOLDER, name, directory)
 
 
 # ----------------------------------------------------------------------------- reading the runs
@@ -295,10 +250,11 @@ def reading(name: str, which: str, directory: Path | None = None) -> np.ndarray:
     return _readings_of(name, "held_out", directory)[which]
 
 
-def selection_scores() -> dict:
-    """Each prompt's share of each reading on the selection problems (the stored selection run)."""
+def selection_scores(directory: Path | None = None) -> dict:
+    """Each prompt's share of each reading on the selection problems (the stored selection run,
+    read from ``directory`` as ``load_run``)."""
     return {p: {k: float(v.mean()) for k, v in r.items()}
-            for p, r in _readings_of("selection", "selection").items()}
+            for p, r in _readings_of("selection", "selection", directory).items()}
 
 
 def chosen_prompt(scores: dict) -> str:
@@ -454,16 +410,11 @@ def replay(name: str = "grpo_seed0", n: int = 2) -> tuple[dict, dict]:
     if stored["design"] != json.loads(json.dumps(D.DESIGN.as_record())):
         raise ValueError(f"{name} was run under another design than design.DESIGN")
     _, _, log, first = train_decided(RUNS[name], iterations=n)
-
-    def plain(log, first):
-        return {"log": [without_timings(s) for s in log[:n]],
-                "first_batch": first}
-    return plain(stored["log"], stored["first_batch"]), json.loads(json.dumps(plain(log, first)))
+    return replayed(stored, log, first, n)
 
 
 def main(argv=None) -> None:
-    command_line(MODULE, __doc__, lambda names, workers: run_and_store(names, workers), argv,
-                 registry=RUNS, workers=2)
+    registry_command(MODULE, __doc__, run_and_store, RUNS, argv)
 
 
 if __name__ == "__main__":

@@ -30,12 +30,13 @@ import torch
 from grpo.experiments.ch11_pretrained import design as D
 from grpo.experiments.ch11_pretrained.format_runs import (greedy_under_prompt, renderer,
                                                            train_from_prompt)
+from grpo.experiments.ch11_pretrained.registry import (read_run, registry_command, replayed,
+                                                        retrain_runs, with_cpu_s,
+                                                        store_runs)
 from grpo.experiments.ch11_pretrained.smollm2_runs import one_equation_format
 from grpo.lm.hf import load_model
 from grpo.lm.verifier import CALCULATION_READINGS, last_number_reward, read_calculation
-from grpo.pool import parallel_map
-from grpo.runstore import (command_line, cpu_timed, read_json, run_dir, runs_to_write, unbits,
-                           without_timings, writable, write_json)
+from grpo.runstore import run_dir, unbits, writable
 from grpo.stats import Lift, holm, paired_lift
 
 MODULE = "grpo.experiments.ch11_pretrained.four_way_runs"
@@ -72,7 +73,7 @@ def _registry() -> dict:
 RUNS = _registry()
 
 
-def design_record() -> dict:
+def stored_design() -> dict:
     """The design as committed, as every run stores it."""
     return json.loads(json.dumps(D.FOUR_WAY_DESIGN.as_record()))
 
@@ -105,7 +106,7 @@ def run(name: str, directory: Path | None = None) -> dict:
     torch.set_num_threads(1)
 
     def work():
-        out = {"name": name, "spec": asdict(spec), "design": design_record()}
+        out = {"name": name, "spec": asdict(spec), "design": stored_design()}
         if spec.kind == "selection":
             model, tok = load_model(MODEL, "cpu")
             problems = D.selection_problems()
@@ -132,28 +133,14 @@ def run(name: str, directory: Path | None = None) -> dict:
                 prompt, D.FOUR_WAY_DESIGN.arms[spec.arm].reward, spec.seed, iterations, checkpoint)
             out["held_out"] = scored
         return out
-    out, cpu = cpu_timed(work)
-    out["cpu_s"] = round(cpu, 1)
-    return out
-
-
-def _run_and_write(job: tuple) -> str:
-    name, where = job                   # (name, folder or None): one picklable item per run
-    directory = RUN_FOLDER if where is None else Path(where)
-    return str(write_json(directory / f"{name}.json", run(name, directory)))
+    return with_cpu_s(work)
 
 
 def run_and_store(runs=None, workers: int = 2, directory: Path | None = None) -> list:
-    """Run registry entries (``runs``: names, default all) in ``workers`` processes (in this one
-    when 1) and store each in ``directory`` (default ``RUN_FOLDER``)."""
-    names = list(RUNS) if runs is None else list(runs)
-    unknown = [n for n in names if n not in RUNS]
-    if unknown:
-        raise ValueError(f"runs: unknown {unknown}; the runs are {list(RUNS)}")
-    jobs = [(n, None if directory is None else str(directory)) for n in names]
-    if workers == 1:
-        return [_run_and_write(job) for job in jobs]
-    return parallel_map(_run_and_write, jobs, workers=workers, desc="runs")
+    """Run the second design's runs (``runs``: names, default all; the selection, the pilot and
+    the start before the arms, which need the rules applied to them) in ``workers`` processes, or
+    in this one when 1, and store each in ``directory`` (default ``RUN_FOLDER``)."""
+    return store_runs(run, RUNS, RUN_FOLDER if directory is None else directory, runs, workers)
 
 
 def retrain_dir() -> Path:
@@ -166,20 +153,13 @@ def retrain(names=None, workers: int = 2, again: bool = False) -> Path:
     """The chapter's RETRAIN switch: run registry entries (default all) into ``retrain_dir()``,
     never ``data/runs/``, and return that folder for ``load_run`` and ``endpoints``. A run
     already there is kept unless ``again``."""
-    directory = retrain_dir()
-    todo = runs_to_write(names, RUNS, directory, again)
-    if todo:
-        run_and_store(todo, workers, directory)
-    return directory
+    return retrain_runs(run, RUNS, RUN_FOLDER, names, workers, again)
 
 
 def load_run(name: str, directory: Path | None = None) -> dict:
     """A stored run of the second design, from ``directory`` (default ``RUN_FOLDER``); a clear
     error, naming the command, if it was never run."""
-    if name not in RUNS:
-        raise ValueError(f"name: unknown run {name!r}; the runs are {list(RUNS)}")
-    directory = RUN_FOLDER if directory is None else Path(directory)
-    return read_json(directory / f"{name}.json", f"{MODULE} {name}")
+    return read_run(MODULE, RUNS, RUN_FOLDER, name, directory)
 
 
 # ----------------------------------------------------------------------------- reading the answers
@@ -408,7 +388,7 @@ def replay(name: str = "grpo_seed0", n: int = 2) -> tuple[dict, dict]:
     """(stored, fresh): a stored run's first ``n`` iterations (logs without timings, and the first
     batch) and the same iterations re-run by this code, for ``results.mismatches``."""
     stored = load_run(name)
-    if stored["design"] != design_record():
+    if stored["design"] != stored_design():
         raise ValueError(f"{name} was run under another design than design.FOUR_WAY_DESIGN")
     spec = RUNS[name]
     if spec.kind == "pilot":
@@ -416,16 +396,11 @@ def replay(name: str = "grpo_seed0", n: int = 2) -> tuple[dict, dict]:
     else:
         reward, seed = D.FOUR_WAY_DESIGN.arms[spec.arm].reward, spec.seed
     _, _, log, first = train_from_prompt(chosen_prompt_or_refuse(), reward, seed, n)
-
-    def plain(log, first):
-        return {"log": [without_timings(s) for s in log[:n]],
-                "first_batch": first}
-    return plain(stored["log"], stored["first_batch"]), json.loads(json.dumps(plain(log, first)))
+    return replayed(stored, log, first, n)
 
 
 def main(argv=None) -> None:
-    command_line(MODULE, __doc__, lambda names, workers: run_and_store(names, workers), argv,
-                 registry=RUNS, workers=2)
+    registry_command(MODULE, __doc__, run_and_store, RUNS, argv)
 
 
 if __name__ == "__main__":

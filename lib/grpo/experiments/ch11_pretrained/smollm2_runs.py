@@ -24,7 +24,6 @@ its held-out outcomes. ``tests/test_pretrained_runs.py`` re-runs the first itera
 from __future__ import annotations
 
 import functools
-import json
 from fractions import Fraction
 from pathlib import Path
 import re
@@ -34,13 +33,13 @@ import numpy as np
 import torch
 
 from grpo.lm.data import PROTOCOL, calculation_chain, step_count
-from grpo.lm.hf import (HFConfig, encode_prompts, load_model, chat_prompt_text, sample_completions,
-                        train_hf_grpo)
+from grpo.experiments.ch11_pretrained.registry import (greedy_texts, read_run, registry_command,
+                                                        replayed, retrain_runs, store_runs,
+                                                        train_from_problems)
+from grpo.lm.hf import (HFConfig, encode_prompts, load_model, chat_prompt_text, sample_completions)
 from grpo.lm.verifier import (equations_in, last_number, last_number_reward, random_rewards,
                               reference_answer)
-from grpo.pool import parallel_map
-from grpo.runstore import (bits, command_line, cpu_timed, read_json, run_dir,
-                           runs_to_write, unbits, without_timings, writable, write_json)
+from grpo.runstore import bits, cpu_timed, run_dir, unbits, writable
 
 MODULE = "grpo.experiments.ch11_pretrained.smollm2_runs"
 RUN_FOLDER = run_dir("11_pretrained")
@@ -142,27 +141,12 @@ def problems() -> dict:
             "two_step": [p for p in held if step_count(p) == 2][:TWO_STEP]}
 
 
-@torch.inference_mode()
 def greedy_answers(model, tok, probs, max_new_tokens: int) -> dict:
-    """Greedy completions of each problem: its outcome (0/1 string), whether it ended within the
-    budget, its length in tokens, and every text (the first three also as ``examples``)."""
-    model.eval()
-    right, ended, lengths, texts = [], [], [], []
-    for i in range(0, len(probs), EVAL_BATCH):
-        batch = probs[i:i + EVAL_BATCH]
-        ids, mask = encode_prompts(tok, [p["question"] for p in batch], model.device,
-                                   instruction="")
-        out = model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=max_new_tokens,
-                             do_sample=False, pad_token_id=tok.pad_token_id,
-                             eos_token_id=tok.eos_token_id)
-        new = out[:, ids.shape[1]:]
-        is_eos = new == tok.eos_token_id
-        ended += is_eos.any(1).tolist()
-        lengths += torch.where(is_eos.any(1), is_eos.int().argmax(1) + 1, new.shape[1]).tolist()
-        batch_texts = tok.batch_decode(new, skip_special_tokens=True)
-        right += [last_number_reward(t, p["answer"]) for t, p in zip(batch_texts, batch,
-                                                                     strict=True)]
-        texts += batch_texts
+    """Greedy completions of each problem (the question alone in the chat template): its outcome
+    (0/1 string), whether it ended within the budget, its length in tokens, and every text (the
+    first three also as ``examples``)."""
+    texts, ended, lengths = greedy_texts(model, tok, probs, max_new_tokens, EVAL_BATCH)
+    right = [last_number_reward(t, p["answer"]) for t, p in zip(texts, probs, strict=True)]
     return {"greedy": bits(right), "ended": bits(ended), "length_mean": float(np.mean(lengths)),
             "examples": texts[:3], "texts": texts}
 
@@ -230,28 +214,17 @@ def training_prompts(seed: int, iterations: int = RECIPE.steps, sets: dict | Non
 
 
 def train_smollm2_grpo(spec: Spec, iterations: int | None = None, sets: dict | None = None):
-    """GRPO from the start model with ``RECIPE`` (``grpo.lm.hf.train_hf_grpo``) on the training
+    """GRPO from the start model with ``RECIPE`` (``registry.train_from_problems``) on the training
     prompts of ``spec.seed``, paid ``spec.reward``; returns (policy, tokenizer, log, first batch).
     Each step's log adds what the verifier says of its batch, ``correct_mean`` and
     ``ended_mean``."""
     sets = sets or problems()
     cfg = replace(RECIPE, seed=spec.seed)
     iterations = cfg.steps if iterations is None else iterations
-    prompts = training_prompts(cfg.seed, iterations, sets)
-    batches = [prompts[it * cfg.prompts:(it + 1) * cfg.prompts] for it in range(iterations)]
-    seen, first = {}, {}
-
-    def record(step, stats):
-        stats.update(correct_mean=float(np.mean(seen["correct"])),
-                     ended_mean=float(np.mean(seen["finished"])))
-        if step == 0:
-            first.update(questions=[p["question"] for p in batches[0]],
-                         answers=[p["answer"] for p in batches[0]], **seen)
-
-    policy, tok, log = train_hf_grpo(
-        cfg, ([[p["question"] for p in b], [p["answer"] for p in b]] for b in batches),
-        reward=batch_reward(spec.reward, torch.Generator().manual_seed(1000 + cfg.seed), seen),
-        on_step=record)
+    seen = {}
+    paid = batch_reward(spec.reward, torch.Generator().manual_seed(1000 + cfg.seed), seen)
+    policy, tok, log, first = train_from_problems(
+        cfg, training_prompts(cfg.seed, iterations, sets), iterations, paid, seen)
     return policy, tok, log, first or None
 
 
@@ -334,29 +307,12 @@ def run(name: str, directory: Path | None = None) -> dict:
     return out
 
 
-def _run_and_write(job: tuple) -> str:
-    name, where = job                   # (name, folder or None): one picklable item per run
-    directory = RUN_FOLDER if where is None else Path(where)
-    return str(write_json(directory / f"{name}.json", run(name, directory)))
-
-
 def run_and_store(runs=None, workers: int = 2, directory: Path | None = None) -> list:
     """Run registry entries (``runs``: names, default all) in ``workers`` processes (in this one
     when 1) and store each in ``directory`` (default ``RUN_FOLDER``); ``sft`` last, on the CPU
     budget of ``grpo_seed0`` as it then finds it there."""
-    names = list(RUNS) if runs is None else list(runs)
-    unknown = [n for n in names if n not in RUNS]
-    if unknown:
-        raise ValueError(f"runs: unknown {unknown}; the runs are {list(RUNS)}")
-    where = None if directory is None else str(directory)
-    written = []
-    for wave in ([n for n in names if n != "sft"], [n for n in names if n == "sft"]):
-        jobs = [(n, where) for n in wave]
-        if workers == 1 or len(jobs) <= 1:
-            written += [_run_and_write(job) for job in jobs]
-        else:
-            written += parallel_map(_run_and_write, jobs, workers=workers, desc="runs")
-    return written
+    return store_runs(run, RUNS, RUN_FOLDER if directory is None else directory, runs, workers,
+                      last=("sft",))
 
 
 def retrain_dir() -> Path:
@@ -369,18 +325,13 @@ def retrain(names=None, workers: int = 2, again: bool = False) -> Path:
     """Re-run registry entries (default all) into ``retrain_dir()``, never ``data/runs/``, and
     return that folder for ``load_run(name, folder)``. A run already there is kept unless
     ``again``."""
-    directory = retrain_dir()
-    todo = runs_to_write(names, RUNS, directory, again)
-    if todo:
-        run_and_store(todo, workers, directory)
-    return directory
+    return retrain_runs(run, RUNS, RUN_FOLDER, names, workers, again, last=("sft",))
 
 
 def load_run(name: str, directory: Path | None = None) -> dict:
     """A stored run, from ``directory`` (default ``RUN_FOLDER``; ``retrain()``'s folder for a
     re-run); a clear error, naming the command, if it was never run."""
-    directory = RUN_FOLDER if directory is None else Path(directory)
-    return read_json(directory / f"{name}.json", f"{MODULE} {name}")
+    return read_run(MODULE, RUNS, RUN_FOLDER, name, directory)
 
 
 def outcomes_of(name: str, key: str = "greedy", part: str = "one_step",
@@ -548,16 +499,11 @@ def replay(name: str = "grpo_seed0", n: int = 2) -> tuple[dict, dict]:
         raise ValueError(f"{name} was run with another recipe: {stored['recipe']} (now "
                          f"{asdict(RECIPE)})")
     _, _, log, first = train_smollm2_grpo(Spec(**stored["spec"]), iterations=n)
-
-    def plain(log, first):
-        return {"log": [without_timings(s) for s in log[:n]],
-                "first_batch": first}
-    return plain(stored["log"], stored["first_batch"]), json.loads(json.dumps(plain(log, first)))
+    return replayed(stored, log, first, n)
 
 
 def main(argv=None) -> None:
-    command_line(MODULE, __doc__, lambda names, workers: run_and_store(names, workers), argv,
-                 registry=RUNS, workers=2)
+    registry_command(MODULE, __doc__, run_and_store, RUNS, argv)
 
 
 if __name__ == "__main__":

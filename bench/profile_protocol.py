@@ -11,7 +11,7 @@ def protocol():
 
 
 if __name__ == "__main__":
-    lava.test_floors(), lava.ceiling()
+    lava.held_out_floors(), lava.ceiling()
     profiler = cProfile.Profile()
     profiler.enable()
     protocol()

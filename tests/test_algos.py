@@ -205,10 +205,10 @@ def test_training_is_deterministic_and_evaluates_on_the_test_floors():
     assert a.eval_updates.tolist() == [0, 10, 20, 30]
     assert (a.eval_W[0] == 0).all() and (a.eval_W[-1] == a.W).all()
     np.testing.assert_array_equal(a.eval_W[2], train_grpo(3, updates=20).W)
-    untrained = lava.exact_score(lava.test_floors(), np.zeros((4, 2)))
+    untrained = lava.exact_score(lava.held_out_floors(), np.zeros((4, 2)))
     assert a.eval_score[0] == untrained.mean_score
     assert a.eval_exit[0] == untrained.exit_rate
-    final = lava.exact_score(lava.test_floors(), a.W)
+    final = lava.exact_score(lava.held_out_floors(), a.W)
     assert a.eval_score[-1] == pytest.approx(final.mean_score, abs=1e-12)
     # a shorter run is the start of a longer one
     c = train_grpo(3, updates=20)
@@ -220,7 +220,7 @@ def test_training_is_deterministic_and_evaluates_on_the_test_floors():
 def test_each_algorithms_first_update_points_up_the_true_gradient():
     # averaged over 40 first groups, each algorithm's update is an ascent direction of the
     # exact expected score (the first update from W = 0 is a sampled policy gradient)
-    true = algos.exact_gradient(np.zeros((4, 2)), lava.test_floors())
+    true = algos.exact_gradient(np.zeros((4, 2)), lava.held_out_floors())
     for algo in ("REINFORCE", "PPO", "GRPO"):
         mean_update = np.mean([algos.TRAINERS[algo](s, updates=1, eval_every=1).W
                                for s in range(40)], axis=0)
@@ -294,9 +294,9 @@ W0, S0, M0, A0 = random_batch(9, n=10)
     (lambda: train_ppo(0, updates=0), "updates"),
     (lambda: train_grpo(0, eps=-1), "eps"),
     (lambda: train_grpo(-1), "seed"),
-    (lambda: play_steps(lava.test_floors()[0], W0, 0, np.random.default_rng(0)), "G"),
-    (lambda: algos.exact_gradient(W0, lava.test_floors()[:2], h=0.0), "h"),
-    (lambda: algos.exact_gradient(W0[:3], lava.test_floors()[:2]), "shape"),
+    (lambda: play_steps(lava.held_out_floors()[0], W0, 0, np.random.default_rng(0)), "G"),
+    (lambda: algos.exact_gradient(W0, lava.held_out_floors()[:2], h=0.0), "h"),
+    (lambda: algos.exact_gradient(W0[:3], lava.held_out_floors()[:2]), "shape"),
     (lambda: run_seeds("SAC"), "algo"),
     (lambda: run_seeds("GRPO", seeds=[]), "seeds"),
     (lambda: run_seeds("GRPO", seeds=[0], updates=10).summary(0.0), "ceiling"),
@@ -310,7 +310,7 @@ def test_bad_input_raises_a_clear_value_error(call, match):
 # The exact gradient: what sampled updates estimate
 # ---------------------------------------------------------------------------------------------
 def test_exact_gradient_matches_the_unbiased_score_function_estimate():
-    floors = lava.test_floors()[:20]
+    floors = lava.held_out_floors()[:20]
     W = np.array([[0.0, 0.0], [0.3, -0.3], [0.0, 0.0], [-0.2, 0.2]])
     exact = algos.exact_gradient(W, floors)
     # Monte-Carlo: mean over runs of score * sum_t grad log pi(a_t|s_t), uniform over the floors

@@ -7,7 +7,7 @@ import torch
 
 from grpo import checks
 from grpo.toy.algos import ToyGRPOConfig
-from grpo.toy.algos import PPOConfig, ReinforceConfig
+from grpo.toy.algos import ToyPPOConfig, ReinforceConfig
 from grpo.lander import ActorCriticConfig
 from grpo.lander import LanderGRPOConfig
 from grpo.lm.grpo import LossOptions, grpo_loss
@@ -50,7 +50,7 @@ def test_bounds_and_messages_name_the_argument_and_the_value():
 # or a string where a number goes, a non-bool flag, an unknown choice.
 CONFIGS = [
     (ReinforceConfig, {"updates": 0, "G": 1.5, "lr": -0.1, "eval_every": 2.0}),
-    (PPOConfig, {"eps": -0.1, "passes": 0, "critic_lr": True, "adv_norm": "yes"}),
+    (ToyPPOConfig, {"eps": -0.1, "passes": 0, "critic_lr": True, "adv_norm": "yes"}),
     (ToyGRPOConfig, {"averaging": "per_step", "G": 1}),
     (LossOptions, {"advantage": "zscor", "clip": "off", "beta": -0.01, "aggregation": "tokens"}),
     (RunConfig, {"iterations": -1, "G": 1, "lr": 0, "reuse": 2.0, "dynamic_sampling": "no",

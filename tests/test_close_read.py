@@ -9,9 +9,9 @@ from grpo import kl
 from grpo.book import display
 from grpo.objectives import grpo_advantages
 from grpo.toy import algos, lava
-from grpo.toy.algos import ToyGRPOConfig, PPOConfig, ReinforceConfig, step_divisors
+from grpo.toy.algos import ToyGRPOConfig, ToyPPOConfig, ReinforceConfig, step_divisors
 
-F = lava.test_floors()
+F = lava.held_out_floors()
 W0 = np.zeros((4, 2))
 
 
@@ -67,7 +67,7 @@ def test_ceiling_best_moves_and_exact_gradient_take_one_floor():
     (lambda: algos.train_grpo(0, averaging="median"), ValueError, "averaging"),
     (lambda: algos.train_ppo(0, adv_norm="yes"), ValueError, "adv_norm"),
     (lambda: algos.train_grpo(0, ToyGRPOConfig(), G=1), ValueError, "G must be >= 2"),
-    (lambda: algos.train_grpo(0, PPOConfig()), TypeError, "ToyGRPOConfig"),
+    (lambda: algos.train_grpo(0, ToyPPOConfig()), TypeError, "ToyGRPOConfig"),
     (lambda: algos.run_seeds("GRPO", seeds=5), TypeError, "seeds"),
     (lambda: lava.monte_carlo_score(F[0], W0, 0, np.random.default_rng(0)), ValueError, "n_runs"),
     (lambda: algos.train_ppo(0, updates=30, critic_lr=50.0), ValueError, "diverged"),
@@ -102,7 +102,7 @@ def test_configs_are_frozen_and_stored_in_the_result():
     # a config and keyword changes give the same run
     same = algos.train_grpo(1, ToyGRPOConfig(updates=10, lr=0.25))
     np.testing.assert_array_equal(r.W, same.W)
-    assert isinstance(algos.train_ppo(0, updates=1).config, PPOConfig)
+    assert isinstance(algos.train_ppo(0, updates=1).config, ToyPPOConfig)
     assert type(algos.train_reinforce(0, updates=1).config) is ReinforceConfig
 
 

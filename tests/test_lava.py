@@ -7,7 +7,7 @@ import pytest
 from grpo.toy import lava
 from grpo.toy.lava import (EXIT, LAVA_ZONE, N_TILES, channels, check_floor, deterministic_policies,
                        exact_score, leap_probs, make_floor, monte_carlo_score, pattern_index,
-                       play, play_group, policy_probs, sensors, test_floors)
+                       play, play_group, policy_probs, sensors, held_out_floors)
 
 
 @pytest.fixture(scope="module")
@@ -81,7 +81,7 @@ def test_policy_is_softmax_and_takes_stacks():
 
 def test_play_records_a_consistent_run():
     rng = np.random.default_rng(0)
-    floor = test_floors()[0]
+    floor = held_out_floors()[0]
     for run in play_group(floor, np.zeros((4, 2)), 50, rng):
         assert len(run.sensors) == len(run.moves) == len(run.path) - 1
         steps = np.diff(run.path)
@@ -95,14 +95,14 @@ def test_play_records_a_consistent_run():
 
 
 def test_play_is_reproducible_from_the_seed():
-    floor = test_floors()[3]
+    floor = held_out_floors()[3]
     a = play(floor, np.zeros((4, 2)), np.random.default_rng(7))
     b = play(floor, np.zeros((4, 2)), np.random.default_rng(7))
     np.testing.assert_array_equal(a.path, b.path)
 
 
 def test_exact_matches_monte_carlo():
-    floors = test_floors()[:40]
+    floors = held_out_floors()[:40]
     W = np.array([[0.0, 0.0], [0.0, 0.0], [0.0, 0.0], [0.3, -0.2]])
     W[0] = [-1.0, 1.5]                  # leaning towards "leap if lava ahead"
     exact = exact_score(floors, W)
@@ -127,7 +127,7 @@ def test_exact_by_hand_on_a_one_channel_floor():
 
 
 def test_exact_shapes_and_policy_forms():
-    floors = test_floors()[:5]
+    floors = held_out_floors()[:5]
     W = np.zeros((4, 2))
     assert exact_score(floors, W).score.shape == (5,)
     assert exact_score(floors[0], W).score.shape == ()
@@ -145,9 +145,9 @@ def test_enumeration_covers_all_256_policies():
 
 
 def test_test_floors_are_fixed_and_read_only():
-    F = test_floors()
+    F = held_out_floors()
     assert F.shape == (200, N_TILES)
-    assert test_floors() is F
+    assert held_out_floors() is F
     with pytest.raises(ValueError):
         F[0, 10] = True
     # pinned: a change to make_floor or to the seed changes every chapter's numbers
@@ -165,9 +165,9 @@ def test_bad_weights_raise(W, match):
     with pytest.raises(ValueError, match=match):
         policy_probs(W, lava.PATTERNS)
     with pytest.raises(ValueError, match=match):
-        play(test_floors()[0], W, np.random.default_rng(0))
+        play(held_out_floors()[0], W, np.random.default_rng(0))
     with pytest.raises(ValueError, match=match):
-        exact_score(test_floors()[:2], W)
+        exact_score(held_out_floors()[:2], W)
 
 
 @pytest.mark.parametrize("floor", [np.zeros(39, bool), np.zeros(41, bool), np.zeros((40, 2)),
@@ -181,17 +181,17 @@ def test_bad_floor_raises(floor):
 
 def test_bad_policy_table_and_sensors_raise():
     with pytest.raises(ValueError, match="policy must have shape"):
-        exact_score(test_floors()[:2], np.zeros(7))
+        exact_score(held_out_floors()[:2], np.zeros(7))
     with pytest.raises(ValueError, match="probabilities"):
-        exact_score(test_floors()[:2], np.full(8, 1.5))
+        exact_score(held_out_floors()[:2], np.full(8, 1.5))
     with pytest.raises(ValueError, match="sensor rows"):
         policy_probs(np.zeros((4, 2)), np.zeros(3))
     with pytest.raises(ValueError, match="G"):
-        play_group(test_floors()[0], np.zeros((4, 2)), 0, np.random.default_rng(0))
+        play_group(held_out_floors()[0], np.zeros((4, 2)), 0, np.random.default_rng(0))
 
 
 def test_omniscient_bound_dominates_every_policy_and_meets_the_ceiling():
-    floors = test_floors()
+    floors = held_out_floors()
     bound = lava.omniscient_score(floors)
     all_det = exact_score(floors, deterministic_policies())
     assert (all_det.score <= bound.score + 1e-12).all()

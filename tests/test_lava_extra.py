@@ -40,5 +40,5 @@ def test_best_moves_is_leap_if_and_only_if_lava_directly_ahead():
     assert named["L.L"] == named["LLL"] == "either"      # these patterns never occur
     # a deterministic policy that follows every agreed entry scores the ceiling
     table = np.array([1.0 if m == "LEAP" else 0.0 for m in best])
-    assert lava.exact_score(lava.test_floors(), table).mean_score == \
+    assert lava.exact_score(lava.held_out_floors(), table).mean_score == \
         pytest.approx(lava.ceiling().score, abs=1e-12)

@@ -17,11 +17,11 @@ from nbclient import NotebookClient
 import grpo
 
 CELL = ("import numpy as np\n"
-        "from grpo.toy.lava import exact_score, test_floors\n"
-        "print(f'{exact_score(test_floors(), np.zeros((4, 2))).mean_score:.3f}')")
+        "from grpo.toy.lava import exact_score, held_out_floors\n"
+        "print(f'{exact_score(held_out_floors(), np.zeros((4, 2))).mean_score:.3f}')")
 # the way chapters put a number into prose: glued, not printed
 GLUE_CELL = ("from myst_nb import glue\n"
-             "glue('untrained', round(float(exact_score(test_floors()[:50], np.zeros((4, 2)))"
+             "glue('untrained', round(float(exact_score(held_out_floors()[:50], np.zeros((4, 2)))"
              ".mean_score), 3), display=False)")
 
 

@@ -16,7 +16,7 @@ from grpo.toy import lava
 
 
 def test_animation_html_has_a_stable_id_per_name():
-    floor = lava.test_floors()[0]
+    floor = lava.held_out_floors()[0]
     run = lava.play(floor, np.zeros((4, 2)), np.random.default_rng(0))
     a = plots.animation_html(plots.animate_run(floor, run), "demo").data
     b = plots.animation_html(plots.animate_run(floor, run), "demo").data
@@ -30,7 +30,7 @@ def test_animation_html_has_a_stable_id_per_name():
 
 
 def test_before_after_runs_draws_each_policys_runs_on_the_same_floor():
-    floor = lava.test_floors()[3]
+    floor = lava.held_out_floors()[3]
     W_leapy = np.array([[0.0, 0.0], [0.0, 0.0], [0.0, 0.0], [-3.0, 3.0]])
     fig = plots.before_after_runs(floor, {"untrained": np.zeros((4, 2)), "GRPO, trained": W_leapy},
                                   G=3, seed=1)
@@ -52,7 +52,7 @@ def test_before_after_runs_draws_each_policys_runs_on_the_same_floor():
 
 
 def test_before_after_runs_rejects_bad_input():
-    floor = lava.test_floors()[0]
+    floor = lava.held_out_floors()[0]
     with pytest.raises(ValueError, match="policies"):
         plots.before_after_runs(floor, {})
     with pytest.raises(ValueError, match="G"):
@@ -64,7 +64,7 @@ def test_before_after_runs_rejects_bad_input():
 
 
 def test_draw_runs_needs_one_label_per_run():
-    floor = lava.test_floors()[0]
+    floor = lava.held_out_floors()[0]
     runs = lava.play_group(floor, np.zeros((4, 2)), 2, np.random.default_rng(0))
     fig, ax = plt.subplots()
     with pytest.raises(ValueError, match="label"):

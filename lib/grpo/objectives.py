@@ -2,10 +2,11 @@
 advantage, where the clip engages, and a log-softmax.
 
 * ``grpo_advantages(scores, eps)``: A_i = (r_i - mean r) / (std r + eps) for one group; an
-  all-equal group gives exactly 0 (chapter 4);
-* ``group_advantages(rewards, advantage, eps)``: the same for a (B, G) batch of groups, and the
-  baselines the book compares ("center", "rloo", "raw"), NumPy or torch in, the same out (the
-  lander and the language model call it);
+  all-equal group gives exactly 0 (chapter 4): the one home of GRPO's z-score;
+* ``group_advantages(rewards, advantage, eps)``: a (B, G) batch of groups, each its
+  ``grpo_advantages`` ("zscore"), or one of the baselines the book compares ("center", "rloo",
+  "raw", TRL's "trl"), NumPy or torch in, the same out (the lander and the language model call
+  it): what differs from ``grpo_advantages`` is the batch and the choice of baseline;
 * ``clip_mask(rho, adv, eps)``: where PPO's ``min(rho*A, clip(rho, 1-eps, 1+eps)*A)`` takes the
   flat branch, so that step gets no gradient (chapters 3-4; ``grpo.surrogate`` is its torch twin);
 * ``log_softmax(logits)``: row-wise, max-shifted (chapter 6's closed-form gradients), and
@@ -40,10 +41,10 @@ TRL_STD_EPS = 1e-4        # what TRL 1.16 adds to a group's std (scale_rewards="
 def group_advantages(rewards, advantage: str = "zscore", eps: float = 1e-8):
     """(B, G) rewards, one row a group, -> (B, G) advantages, one per sample.
 
-    "zscore": (r - mean) / (std + eps), population std, row by row (``grpo_advantages`` on each
-    group, to the bit). "center": r - mean (Dr. GRPO). "rloo": r_i minus the mean of the group's
-    *other* G - 1 rewards, the leave-one-out baseline of RLOO (Ahmadian et al. 2024), G / (G - 1)
-    times "center". "raw": r itself (no baseline: an all-right group still pushes every sample up).
+    "zscore": (r - mean) / (std + eps), population std: ``grpo_advantages`` on each group.
+    "center": r - mean (Dr. GRPO). "rloo": r_i minus the mean of the group's *other* G - 1
+    rewards, the leave-one-out baseline of RLOO (Ahmadian et al. 2024), G / (G - 1) times
+    "center". "raw": r itself (no baseline: an all-right group still pushes every sample up).
     "trl": (r - mean) / (unbiased std + 1e-4), as TRL's GRPOTrainer computes it (``eps`` is not
     used): sqrt((G - 1) / G) times "zscore" where the std is large against 1e-4.
     Every kind but "raw" gives exactly 0 on a group whose rewards are all equal.
@@ -58,11 +59,11 @@ def group_advantages(rewards, advantage: str = "zscore", eps: float = 1e-8):
     checks.reward_groups("rewards", r.shape, bool(np.isfinite(r).all()))
     if advantage == "raw":
         adv = r
+    elif advantage == "zscore":                                 # chapter 4's, group by group
+        adv = np.stack([grpo_advantages(group, eps) for group in r])
     else:
         centered = r - r.mean(1, keepdims=True)
-        if advantage == "zscore":
-            centered = centered / (r.std(1, keepdims=True) + eps)
-        elif advantage == "trl":
+        if advantage == "trl":
             centered = centered / (r.std(1, ddof=1, keepdims=True) + TRL_STD_EPS)
         elif advantage == "rloo":                               # r_i - (sum r - r_i) / (G - 1)
             centered = centered * r.shape[1] / (r.shape[1] - 1)

@@ -40,7 +40,8 @@ DEFAULT_CHOICES = {
     "PPO": {"adv_norm": [False, True]},
     "GRPO": {"averaging": list(algos.AVERAGING)},
 }
-CONFIGS = {"REINFORCE": algos.ReinforceConfig, "PPO": algos.PPOConfig, "GRPO": algos.ToyGRPOConfig}
+CONFIGS = {"REINFORCE": algos.ReinforceConfig, "PPO": algos.ToyPPOConfig,
+           "GRPO": algos.ToyGRPOConfig}
 
 
 def _check_algo(algo):
@@ -58,7 +59,7 @@ def _check_seeds(seeds):
 def reference_lines(ax) -> None:
     """The chapters' learning-curve reference lines (``plots.curve_axes``) for the test floors."""
     ceiling = lava.ceiling().score
-    untrained = float(lava.exact_score(lava.test_floors(), np.zeros((4, 2))).mean_score)
+    untrained = float(lava.exact_score(lava.held_out_floors(), np.zeros((4, 2))).mean_score)
     curve_axes(ax, ceiling, untrained, ylim=(min(0.25, untrained - 0.02), ceiling + 0.03))
 
 

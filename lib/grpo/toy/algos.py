@@ -221,7 +221,7 @@ class ReinforceConfig:
 
 
 @dataclass(frozen=True)
-class PPOConfig(ReinforceConfig):
+class ToyPPOConfig(ReinforceConfig):
     """PPO's protocol: the clipped update, a linear critic, and optional per-batch A normalising."""
     eps: float = 0.2
     passes: int = 4
@@ -245,10 +245,10 @@ def _check_config(c):
         raise ValueError(f"GRPO compares runs within a group: G must be >= 2, got {c.G}")
     checks.positive("lr", c.lr)
     checks.integer("eval_every", c.eval_every, minimum=1)
-    if isinstance(c, (PPOConfig, ToyGRPOConfig)):
+    if isinstance(c, (ToyPPOConfig, ToyGRPOConfig)):
         checks.non_negative("eps", c.eps)
         checks.integer("passes", c.passes, minimum=1)
-    if isinstance(c, PPOConfig):
+    if isinstance(c, ToyPPOConfig):
         checks.positive("critic_lr", c.critic_lr)
         checks.integer("critic_passes", c.critic_passes, minimum=1)
         checks.boolean("adv_norm", c.adv_norm)
@@ -302,7 +302,7 @@ class TrainResult:
     """One training run: the test-score curve, the final policy, and per-update statistics."""
     algo: str
     seed: int
-    config: ReinforceConfig     # the protocol it ran (a PPOConfig or ToyGRPOConfig for those)
+    config: ReinforceConfig     # the protocol it ran (a ToyPPOConfig or ToyGRPOConfig for those)
     eval_updates: np.ndarray    # (E,) update index of each evaluation: 0, 10, ..., updates
     eval_score: np.ndarray      # (E,) exact mean score on the evaluation floors (default: test)
     eval_exit: np.ndarray       # (E,) exact exit rate on the evaluation floors
@@ -352,7 +352,7 @@ def _seeded(seed) -> np.random.Generator:
 
 def _finish(algo, seed, config, snapshots, W, v, log, eval_floors=None) -> TrainResult:
     """Score every snapshot exactly on the evaluation floors in one batched call; pack the run."""
-    floors = lava.test_floors() if eval_floors is None else np.atleast_2d(
+    floors = lava.held_out_floors() if eval_floors is None else np.atleast_2d(
         lava.check_floor(eval_floors, batch=True))
     updates = sorted(snapshots)
     tables = np.stack([lava.leap_probs(snapshots[u]) for u in updates])    # (E, 8)
@@ -396,10 +396,10 @@ def train_reinforce(seed: int, config: ReinforceConfig = ReinforceConfig(),
     return _finish("REINFORCE", seed, c, snapshots, W, None, log, eval_floors)
 
 
-def train_ppo(seed: int, config: PPOConfig = PPOConfig(), make_floor=lava.make_floor,
+def train_ppo(seed: int, config: ToyPPOConfig = ToyPPOConfig(), make_floor=lava.make_floor,
               eval_floors=None, **changes) -> TrainResult:
     """PPO with a linear critic V(s) = v.s: A = score - V(s), the clipped update, then fit V."""
-    c, rng = _config(PPOConfig, config, changes), _seeded(seed)
+    c, rng = _config(ToyPPOConfig, config, changes), _seeded(seed)
     W = np.zeros((N_SENSORS, 2))
     v = np.zeros(N_SENSORS)                             # the critic starts at zero
     snapshots, log = {}, _new_log()

@@ -64,18 +64,15 @@ def make_floors(n: int, rng: np.random.Generator) -> np.ndarray:
 
 
 @lru_cache(maxsize=1)
-def _test_floors() -> np.ndarray:
+def _held_out_floors() -> np.ndarray:
     floors = make_floors(N_TEST_FLOORS, np.random.default_rng(TEST_FLOOR_SEED))
     floors.setflags(write=False)
     return floors
 
 
-def test_floors() -> np.ndarray:
+def held_out_floors() -> np.ndarray:
     """The 200 held-out test floors shared by every chapter (read-only, never trained on)."""
-    return _test_floors()
-
-
-test_floors.__test__ = False   # not a pytest test, despite the name
+    return _held_out_floors()
 
 
 def channels(floor: np.ndarray) -> list[tuple[int, int]]:
@@ -438,7 +435,7 @@ def ceiling(floors=None) -> Ceiling:
     No stochastic policy can beat it: a stochastic policy's expected score is a mixture of
     deterministic ones' on each tile, so the best deterministic policy is optimal.
     """
-    floors = test_floors() if floors is None else floors
+    floors = held_out_floors() if floors is None else floors
     ev = exact_score(floors, deterministic_policies())
     scores = ev.mean_score
     best = np.flatnonzero(np.isclose(scores, scores.max(), rtol=0, atol=1e-12))
@@ -458,7 +455,7 @@ def best_moves(floors=None) -> tuple[str, ...]:
     "LEAP" or "STEP" where every tied best deterministic policy agrees, "either" where they
     differ (the choice never changes the score on ``floors``; default: the test floors).
     """
-    floors = test_floors() if floors is None else floors
+    floors = held_out_floors() if floors is None else floors
     scores = exact_score(floors, deterministic_policies()).mean_score
     tied = deterministic_policies()[np.isclose(scores, scores.max(), rtol=0, atol=1e-12)]
     return tuple("either" if len(set(col)) > 1 else MOVES[int(col[0])] for col in tied.T)

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from grpo.experiments.ch06_lander import gradient_noise as noise
-from grpo.lander.trainers import RunSpec, train
+from grpo.lander import RunSpec, train
 
 
 def test_pure_noise_has_no_signal_and_a_shared_direction_does():

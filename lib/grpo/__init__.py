@@ -21,5 +21,16 @@ the library:
     seeding     the one way to make a seeded generator (the library never seeds a global one)
     pool        spawned worker processes, results in input order
     files       atomic writes (a reader never sees half a file) and exact JSON conversion
+
+House rules, inside the library (``tests/test_layout.py`` checks those an import can break):
+- the games know no learner: ``toy.lava`` and ``lander.env`` import no trainer;
+- the model knows no trainer and no task: ``lm.model`` and ``lm.tokenizer`` import neither a loop,
+  nor ``data``, nor the core's learning pieces (only ``checks``, ``files``, ``seeding``);
+- the lander and the language model never import each other; they share only the core;
+- the library has no command line and no global random state, and times in CPU seconds; every
+  time key names its clock (``…_cpu_s``, ``…_wall_s``: ``tests/test_clocks.py``);
+- one home per name, and one import path: a package that names its surface in its ``__init__``
+  (``grpo.lander``) is imported from there; no module reaches another's private names;
+- one GRPO loop for language models: ``lm.rl.grpo_iteration`` (``tests/test_one_lm_loop.py``).
 """
 __version__ = "0.1.0"

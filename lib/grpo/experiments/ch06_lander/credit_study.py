@@ -34,7 +34,7 @@ import numpy as np
 from grpo.pool import parallel_map
 from grpo.files import json_ready
 from grpo.runstore import command_line, cpu_timed, read_json, run_dir, write_json
-from grpo.lander.trainers import DIAGNOSTICS, LanderGRPOConfig, RunSpec, train
+from grpo.lander import DIAGNOSTICS, LanderGRPOConfig, RunSpec, train
 
 VALUE_SCALE = 100.0   # the size of the landing and crash rewards (+-100)
 ARMS = {

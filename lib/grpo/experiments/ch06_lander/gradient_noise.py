@@ -38,10 +38,10 @@ from grpo.objectives import action_logprobs
 from grpo.pool import parallel_map
 from grpo.runstore import command_line, cpu_timed, read_json, run_dir, write_json
 from grpo.stats import interval_p_value, t975
-from grpo.lander.env import OBS_DIM, StepCollector, make_actor, make_critic, make_envs, play_groups
-from grpo.lander.losses import grpo_loss_grad, normalize_advantages, ppo_loss_grad
-from grpo.lander.trainers import (LEARNED_BASELINES, ActorCriticConfig, LanderGRPOConfig, RunSpec,
-                                  episode_advantages, gae_targets, group_batch, train)
+from grpo.lander import (LEARNED_BASELINES, OBS_DIM, ActorCriticConfig, LanderGRPOConfig, RunSpec,
+                         StepCollector, episode_advantages, gae_targets, group_batch,
+                         grpo_loss_grad, make_actor, make_critic, make_envs, normalize_advantages,
+                         play_groups, ppo_loss_grad, train)
 
 METHODS = {
     "ppo": ActorCriticConfig(),

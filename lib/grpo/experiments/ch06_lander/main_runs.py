@@ -26,7 +26,7 @@ from grpo.files import json_ready
 from grpo.pool import parallel_map
 from grpo.runstore import (command_line, cpu_timed, read_arrays, read_json, run_dir, write_arrays,
                            write_json_rows)
-from grpo.lander.trainers import A2C_CONFIG, ActorCriticConfig, LanderGRPOConfig, RunSpec, train
+from grpo.lander import A2C_CONFIG, ActorCriticConfig, LanderGRPOConfig, RunSpec, train
 
 SEEDS = (0, 1, 2)
 EVAL_EVERY, VAL_EPISODES, TEST_EPISODES = 100_000, 16, 50

@@ -10,7 +10,7 @@ import argparse
 import numpy as np
 
 from grpo.files import json_ready
-from grpo.lander.trainers import ALGOS, RunSpec, train
+from grpo.lander import ALGOS, RunSpec, train
 from grpo.runstore import cpu_timed, write_json
 
 def main(argv=None) -> None:

@@ -113,3 +113,14 @@ def test_runs_to_write_skips_what_is_there_unless_again_and_refuses_unknown_name
     assert runstore.runs_to_write(["b", "a"], registry, tmp_path, again=True) == ["b", "a"]
     with pytest.raises(ValueError, match="runs: unknown"):
         runstore.runs_to_write(["d"], registry, tmp_path)
+
+
+def test_a_logs_timings_are_read_under_either_name_and_left_out_of_replays():
+    """A GRPO log names its clock (``sample_cpu_s``...); runs stored before kept the same CPU
+    seconds as ``sample_s``... (``STORED_TIME_KEYS``): both read alike, both left out of a replay."""
+    new = {"loss": 0.5, "sample_cpu_s": 1.0, "ref_cpu_s": 2.0, "update_cpu_s": 3.0, "cpu_s": 6.5}
+    old = {"loss": 0.5, "sample_s": 1.0, "ref_s": 2.0, "update_s": 3.0}
+    assert runstore.cpu_split(new) == runstore.cpu_split(old) == {
+        "sample_cpu_s": 1.0, "ref_cpu_s": 2.0, "update_cpu_s": 3.0}
+    assert runstore.without_timings(new) == runstore.without_timings(old) == {"loss": 0.5}
+    assert runstore.without_timings({"step_wall_s": 1, "sampled_tokens": 9}) == {"sampled_tokens": 9}

@@ -166,6 +166,13 @@ def without_timings(log: dict) -> dict:
     return {k: v for k, v in log.items() if not is_timing(k)}
 
 
+def cpu_split(row: dict) -> dict:
+    """A GRPO log row's CPU-seconds of sampling, the reference and the update, whichever names it
+    was stored under: ``{"sample_cpu_s": ..., "ref_cpu_s": ..., "update_cpu_s": ...}``."""
+    return {f"{part}_cpu_s": row[f"{part}_cpu_s"] if f"{part}_cpu_s" in row else row[old]
+            for part, old in zip(("sample", "ref", "update"), STORED_TIME_KEYS)}
+
+
 def command_line(module: str, doc: str, store: Callable, argv=None, *,
                  registry: dict | None = None, workers: int | None = None) -> None:
     """The experiments' one command line: ``python -m <module> [NAMES | --all | --list]
@@ -206,4 +213,4 @@ __all__ = ["DATA_DIR", "RUNS_DIR", "SCRATCH_DIR", "STORE_ENV", "run_dir", "writa
            "runs_to_write", "write_json",
            "write_json_rows", "write_weights",
            "read_weights", "write_arrays", "read_arrays", "read_json", "bits", "unbits",
-           "cpu_timed", "STORED_TIME_KEYS", "is_timing", "without_timings", "command_line"]
+           "cpu_timed", "STORED_TIME_KEYS", "is_timing", "without_timings", "cpu_split", "command_line"]

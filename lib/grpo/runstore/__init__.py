@@ -213,4 +213,5 @@ __all__ = ["DATA_DIR", "RUNS_DIR", "SCRATCH_DIR", "STORE_ENV", "run_dir", "writa
            "runs_to_write", "write_json",
            "write_json_rows", "write_weights",
            "read_weights", "write_arrays", "read_arrays", "read_json", "bits", "unbits",
-           "cpu_timed", "STORED_TIME_KEYS", "is_timing", "without_timings", "cpu_split", "command_line"]
+           "cpu_timed", "STORED_TIME_KEYS", "is_timing", "without_timings", "cpu_split",
+           "command_line"]

@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from grpo.runstore import STORED_TIME_KEYS
+from test_layout import dotted
 
 REPO = Path(__file__).resolve().parents[1]
 UNITS = {"s", "sec", "secs", "seconds", "ms", "us", "h", "hours", "mins", "minutes"}
@@ -49,14 +50,6 @@ def clock_of(key: str) -> str:
     return named.pop() if len(named) == 1 else ""
 
 
-def _dotted(node) -> str:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    return ".".join([node.id, *reversed(parts)]) if isinstance(node, ast.Name) else ""
-
-
 def _key_text(node) -> str:
     """An identifier-like string constant, or an f-string with its fields read as 'x'."""
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
@@ -73,7 +66,7 @@ def _clocks_in(node, clocked: dict) -> set:
     found = set()
     for sub in ast.walk(node):
         if isinstance(sub, ast.Call):
-            name = _dotted(sub.func)
+            name = dotted(sub.func)
             found |= {"cpu"} if name in CPU_CLOCKS else {"wall"} if name in WALL_CLOCKS else set()
         elif isinstance(sub, ast.Name):
             found |= clocked.get(sub.id, set())
@@ -126,7 +119,7 @@ def _pairs(scope) -> list:
             pairs += [(k, v) for k, v in zip(node.keys, node.values) if k is not None]
         elif isinstance(node, ast.Assign):
             pairs += [(t.slice, node.value) for t in node.targets if isinstance(t, ast.Subscript)]
-        elif isinstance(node, ast.Call) and _dotted(node.func) == "dict":
+        elif isinstance(node, ast.Call) and dotted(node.func) == "dict":
             pairs += [(ast.Constant(k.arg, lineno=node.lineno), k.value) for k in node.keywords
                       if k.arg]
     return pairs

@@ -14,10 +14,6 @@ import pytest
 import torch
 
 from grpo.lm import rl
-from grpo.lm.data import make_splits
-from grpo.lm.model import GPT, GPTConfig
-from grpo.lm.tokenizer import Tokenizer
-from grpo.lm.train import SFTConfig, sft
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 REPO = Path(__file__).resolve().parents[1]
@@ -25,14 +21,9 @@ CHAPTER_8 = REPO / "chapters" / "08_grpo_math.ipynb"
 
 
 @pytest.fixture(scope="module")
-def tiny():
-    train, test = make_splits(300, 10, seed=0)
-    tok = Tokenizer.train([p["question"] + "\n" + p["answer"] for p in train], 300)
-    torch.manual_seed(0)
-    model = GPT(GPTConfig(vocab_size=tok.vocab_size, n_layer=1, n_head=2, d_model=32, max_len=192))
-    sft(model, tok, train, train[:2], SFTConfig(steps=20, batch_size=16, lr=1e-2, warmup=2,
-                                                eval_every=10_000))
-    return model.eval(), tok, train, test
+def tiny(tiny_lm):                     # tests/conftest.py: a 1-layer GPT after 40 SFT steps
+    train, test, tok, model = tiny_lm
+    return model, tok, train, test
 
 
 def _by_hand(model, tok, train, cfg):

@@ -190,18 +190,8 @@ def test_one_lander_ppo_iteration_is_the_autograd_reference(monkeypatch):
 # The small LM (chapter 8): one GRPO iteration of lm.rl.train_lm_grpo
 # ---------------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def lm_setup():
-    from grpo.lm.data import make_splits
-    from grpo.lm.model import GPT, GPTConfig
-    from grpo.lm.tokenizer import Tokenizer
-    from grpo.lm.train import SFTConfig, sft
-    train, test = make_splits(300, 10, seed=0)
-    tok = Tokenizer.train([p["question"] + "\n" + p["answer"] for p in train], 300)
-    torch.manual_seed(0)
-    model = GPT(GPTConfig(vocab_size=tok.vocab_size, n_layer=1, n_head=2, d_model=32, max_len=192))
-    recipe = SFTConfig(steps=40, batch_size=16, lr=1e-2, warmup=2, eval_every=10_000)
-    sft(model, tok, train, train[:2], recipe)
-    return train, test, tok, model.eval()
+def lm_setup(tiny_lm):                 # tests/conftest.py: a 1-layer GPT after 40 SFT steps
+    return tiny_lm
 
 
 def lm_reference(model, tok, train, cfg):

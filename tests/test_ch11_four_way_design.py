@@ -157,3 +157,13 @@ def test_the_registry_holds_the_selection_the_pilot_the_start_and_every_arms_see
     held = list(D.held_out_problems())
     assert not any(chain_seen(held, pilot_draw))
     assert all(len(calculation_chain(p)) == 1 for p in pilot_draw)
+
+
+def test_the_stored_selection_chose_the_prompt_by_the_committed_rule():
+    scores = W.selection_scores()
+    assert set(scores) == {"chapter", *D.CANDIDATES}
+    choice = W.four_way_prompt(scores)
+    assert choice.meets_rule and choice.prompt == D.FOUR_WAY_PROMPT
+    for name, spec in W.RUNS.items():
+        if spec.kind == "selection":
+            assert W.load_run(name)["design"] == W.design_record(), name

@@ -536,6 +536,9 @@ FOUR_WAY_DESIGN = FourWayDesign(
 
 # The rules' outcomes, written once each rule has been applied (tests re-apply them): None until
 # then, and no run of an arm starts before both are set.
-FOUR_WAY_PROMPT = None
+# SECOND_SELECTION_RULE on the stored selection runs: per_operation and per_operation_prefix
+# qualify (0.992 one-equation answers; (c)+(d) 0.700 against the question alone's 0.717), and
+# per_operation is the shorter.
+FOUR_WAY_PROMPT = "per_operation"
 FOUR_WAY_ITERATIONS = None
 FOUR_WAY_INTERMEDIATE = None    # whether the budget kept the checkpoints at 10 and 20

@@ -164,6 +164,9 @@ def browser():
 def open_page(browser, url: str, width: str):
     """Load ``url`` at a width; return the page and the problems seen while loading."""
     page = browser.new_page()
+    # A long chapter takes ~25 s to load and as long to screenshot when the 2-core machine is busy
+    # (load average 12): playwright's 30 s default then fails a page that is fine.
+    page.set_default_timeout(120_000)
     page.set_viewport_size(dict(zip(("width", "height"), WIDTHS[width])))
     problems = []
     host = urlparse(url).netloc

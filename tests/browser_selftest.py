@@ -1,8 +1,11 @@
 """The browser test can fail: a small broken site must be caught, check by check.
 
 Run by `make browser` beside tests/browser_site.py (not by `make unit`: it needs chromium). It
-writes a two-page site with one fault of each kind the browser test looks for, runs the browser
-test on it in a subprocess, and checks that each fault is reported and the clean page passes.
+writes a two-page site with one fault of each kind the browser test looks for (issue 61's among
+them: TeX outside maths, an image wider than its column, a page that disables zoom, a pale and a
+repeated caption, a name broken in a table cell, a wide table without its first column in view),
+runs the browser test on it in a subprocess, and checks that each fault is reported and the clean
+page passes.
 """
 import base64
 import os
@@ -33,9 +36,11 @@ PNG_1PX = ("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAE
            "RU5ErkJggg==")
 HEAD = ('<html><head><meta name="viewport" content="width=device-width, initial-scale=1"></head>'
         '<body><main><article class="bd-article">')
+# a page that stops the reader pinching a figure larger
+NO_ZOOM_HEAD = HEAD.replace("initial-scale=1", "initial-scale=1, maximum-scale=1, user-scalable=no")
 TAIL = '<a href="../_sources/ok.md">download</a></article></main></body></html>'
 CLEAN = HEAD + f'<p>fine</p><img src="data:image/png;base64,{PNG_1PX}" width="20">' + TAIL
-BROKEN = HEAD + (
+BROKEN = NO_ZOOM_HEAD + (
     '<img src="missing.png">'                                           # an image that fails
     '<div class="math">$$x^2$$</div>'                                   # math MathJax never set
     '<a href="nowhere.html">a dead link</a><a href="ok.html#no-such-anchor">a dead anchor</a>'
@@ -44,12 +49,31 @@ BROKEN = HEAD + (
     '<script>undefinedFunction()</script>'                              # a JavaScript error
     '<p>the patterns `L..` and <span class="pasted-text" style="font-weight: 700">7</span></p>'  # glue leaks
     '<p>lower in np.int64(2) of the rates</p><p>read from PosixPath(\'/tmp/x\')</p>'  # glued reprs
-    # a figure drawn 1000 px wide shown at 100 px (its text near 1 px), numbered through the book
+    # a figure drawn 1000 px wide shown at 100 px (its text near 1 px), numbered through the book,
+    # its caption pale grey (2.3:1 on white), and repeated in italics under it
     f'<figure><img src="data:image/png;base64,{white_png(1000, 10)}" alt="a wide figure" '
     'style="width: 100px">'
-    '<figcaption><span class="caption-number">Fig. 28 </span>a figure</figcaption></figure>'
+    '<figcaption style="color: #aaa"><span class="caption-number">Fig. 28 </span>a figure drawn '
+    'to show the lava floor</figcaption></figure>'
+    '<p><em>A figure drawn to show the lava floor.</em> The prose goes on.</p>'
+    # ... and a caption whose sentence the paragraph under it repeats word for word
+    f'<figure><img src="data:image/png;base64,{PNG_1PX}" width="20" alt="a floor">'
+    '<figcaption>The floor is lava, and the bot leaps over it.</figcaption></figure>'
+    '<p>As drawn, the floor is lava and the bot leaps over it; twice.</p>'
+    # an image wider than the column at both widths
+    f'<img src="data:image/png;base64,{white_png(1600, 4)}" alt="an image wider than its column" '
+    'style="width: 1600px; max-width: none">'
+    # TeX outside maths: chapter 5's Caveat 2 as it rendered, and a span MathJax never saw
+    '<p>because $\\mathrm{KL}(\\pi_{\\text{ref}}|\\pi_\\theta) = \\sum_a</p>'
+    '<ul><li>\\sum_a \\pi_{\\text{ref}}\\log\\pi_\\theta$ and the first sum</li></ul>'
+    '<p>a span $x^2 + y$ left as typed</p>'
+    # a setting's name broken across lines in a table cell
+    '<table><tr><td style="width: 60px"><code style="word-break: break-all">'
+    'importance_sampling_level</code></td></tr></table>'
     '<div class="cell_output"><pre style="width: 200px; overflow-x: auto">' + "x" * 300 + '</pre></div>'
-    '<table class="table"><tr><td style="white-space: nowrap">' + "wide " * 400 + '</td></tr></table>'
+    # a wide table that neither scrolls with a cue nor keeps its first column in view
+    '<table class="table"><tr><td>name</td><td style="white-space: nowrap">' + "wide " * 400
+    + '</td></tr></table>'
     '<mjx-container display="true" style="display: block; width: 100px; overflow-x: auto">'
     '<span style="display: inline-block; width: 500px">E = mc^2</span></mjx-container>'
 ) + TAIL
@@ -80,9 +104,21 @@ def test_a_broken_site_fails_and_a_clean_one_passes(tmp_path):
                   "a Python repr in prose: lower in np.int64(2) of the rates",
                   "a Python repr in prose: read from PosixPath('/tmp/x')",
                   "figure text 1.2 px (< 9) at 1280 px: a wide figure",
-                  "figure text 1.2 px (< 9) at 390 px: a wide figure",
-                  "wider than its box at 1280 px: pre", "table cut without a cue at 1280 px: wide",
-                  "table cut without a cue at 390 px: wide",
+                  "image wider than its column at 1280 px (1600 > ",
+                  "image wider than its column at 390 px (1600 > ",
+                  "the page disables zoom (viewport",
+                  "caption text at 2.32:1 contrast (< 4.5) at 1280 px: Fig. 28 a figure",
+                  "caption text at 2.32:1 contrast (< 4.5) at 390 px: Fig. 28 a figure",
+                  "caption printed twice (the paragraph under the figure repeats it): Fig. 28",
+                  "caption printed twice (the paragraph under the figure repeats it): The floor is",
+                  "TeX outside maths: TeX command \\mathrm in: because $\\mathrm{KL}",
+                  "TeX outside maths: TeX command \\sum in: \\sum_a",
+                  "TeX outside maths: a $-delimited span: $x^2 + y$",
+                  "code broken across lines in a table at 1280 px: importance_sampling_level",
+                  "code broken across lines in a table at 390 px: importance_sampling_level",
+                  "wider than its box at 1280 px: pre", "table cut without a cue at 1280 px: name",
+                  "table cut without a cue at 390 px: name",
+                  "table scrolls without its first column in view at 390 px: name",
                   "figure numbers are not per page: ['Fig. 28']",
                   "equation wider than its box at 1280 px: mjx-container",
                   "equation wider than its box at 390 px: mjx-container"):

@@ -21,11 +21,22 @@ For each page it checks that
   * at 1280 px no code or output block is wider than its box (printed lines wrap, and code lines
     are kept within 100 characters), and at both widths no display equation is (long ones are
     broken over lines with aligned or gathered);
-  * at both widths, the smallest text of every figure is >= 9 px as shown: the book draws figures
-    at grpo.book.plots.DPI with no text below grpo.book.plots.MIN_FONT_PT (tests/test_plots.py checks the
-    sources), so the smallest text is MIN_FONT_PT * DPI / 72 px times the shown / drawn width;
+  * no TeX outside maths: the visible text outside maths and code holds no TeX command (\\mathrm,
+    \\pi, \\sum, \\frac, ...) and no $-delimited span (a line of prose that starts a list by
+    accident cuts an inline span in two: tests/test_markdown_lines.py checks the sources);
+  * at both widths, every image is whole in its column (its rendered width is at most the
+    column's); at 1280 px the smallest text of every figure is >= 9 px as shown: the book draws
+    figures at grpo.book.plots.DPI with no text below grpo.book.plots.MIN_FONT_PT (tests/test_plots.py
+    checks the sources), so the smallest text is MIN_FONT_PT * DPI / 72 px times the shown / drawn
+    width. At 390 px a figure is scaled to the column and its detail is a pinch away: the page
+    never disables zoom (its viewport meta), and the PNG keeps its drawn pixels;
   * at both widths, a table wider than its box scrolls in it with a cue (the fading edge of
-    book.css);
+    book.css) and keeps its first column in view (sticky), and no code element in a table is
+    broken across lines (a setting's name stays whole);
+  * at both widths, caption text meets WCAG AA contrast (4.5:1) against what is behind it, from
+    computed styles (colour and its alpha, the opacity of every ancestor, the first opaque
+    background below it), and no mask fades it; and no caption is printed twice (a paragraph
+    right under a captioned figure that opens in italics, or repeats a sentence of the caption);
   * figures are numbered per page: Fig. 6.1, 6.2, ... on chapter 6, Fig. 1, 2, ... elsewhere;
 and saves a full-page screenshot at both widths under _build/screenshots/. The closing table also
 counts, per page, images without alt text (alt empty or just the file name) and display equations
@@ -59,6 +70,7 @@ CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first
 SUMMARY: dict = {}   # page -> what was checked, printed at the end and saved beside the screenshots
 UTILITY_PAGES = {"genindex.html", "search.html", "py-modindex.html", "index.html"}  # index redirects
 MIN_TEXT_PX = 9.0                  # the smallest figure text a reader should meet
+MIN_CONTRAST = 4.5                 # WCAG AA, normal text
 
 
 def book_pages() -> list[str]:
@@ -152,6 +164,9 @@ def browser():
 def open_page(browser, url: str, width: str):
     """Load ``url`` at a width; return the page and the problems seen while loading."""
     page = browser.new_page()
+    # A long chapter takes ~25 s to load and as long to screenshot when the 2-core machine is busy
+    # (load average 12): playwright's 30 s default then fails a page that is fine.
+    page.set_default_timeout(120_000)
     page.set_viewport_size(dict(zip(("width", "height"), WIDTHS[width])))
     problems = []
     host = urlparse(url).netloc
@@ -225,6 +240,31 @@ CHECK_JS = r"""() => {
   out.boldGlue = [...article.querySelectorAll('span.pasted-text')]
     .filter(e => parseInt(getComputedStyle(e).fontWeight) >= 600 && !e.closest('strong, b, th'))
     .map(e => e.textContent.trim().slice(0, 40));
+  // no TeX outside maths and code: a TeX command in a text node, or a $-delimited span in a
+  // block's text (a span may cross elements); the dollarmath rule: no space inside either $, and
+  // no digit right after the closing one (so "$5 and $10" is prose)
+  const SKIP = 'pre, code, kbd, samp, script, style, textarea, .highlight, mjx-container, .math';
+  out.tex = [];
+  const texWalk = document.createTreeWalker(article, NodeFilter.SHOW_TEXT);
+  while (texWalk.nextNode()) {
+    const t = texWalk.currentNode;
+    if (!t.parentElement || t.parentElement.closest(SKIP)) continue;
+    const m = t.textContent.match(/\\(?:[A-Za-z]{2,}|[{}|_^])/);
+    if (m) out.tex.push('TeX command ' + m[0] + ' in: '
+                        + t.textContent.slice(Math.max(0, m.index - 20), m.index + 40).trim());
+  }
+  const blocks = 'p, li, dt, dd, td, th, figcaption, h1, h2, h3, h4, h5, h6, caption, blockquote';
+  for (const b of article.querySelectorAll(blocks)) {
+    if (b.closest(SKIP)) continue;
+    let text = '';
+    const w = document.createTreeWalker(b, NodeFilter.SHOW_TEXT);
+    while (w.nextNode()) if (!w.currentNode.parentElement.closest(SKIP)) text += w.currentNode.textContent;
+    const m = text.match(/\$(?!\s)[^$]{1,300}?(?<!\s)\$(?!\d)/);
+    if (m) out.tex.push('a $-delimited span: ' + m[0].slice(0, 60));
+  }
+  out.tex = [...new Set(out.tex)];
+  const viewport = document.querySelector('meta[name="viewport"]');
+  out.viewport = viewport ? viewport.getAttribute('content') : null;
   for (const a of document.querySelectorAll('a[href]')) out.links.push(a.getAttribute('href'));
   out.download = [...document.querySelectorAll('a[href*="_sources/"]')].map(a => a.getAttribute('href'));
   return out;
@@ -236,25 +276,108 @@ WIDTH_JS = r"""() => {
   const art = document.querySelector('article.bd-article') || document.querySelector('main')
               || document.body;
   const visible = e => e.offsetParent !== null && e.getBoundingClientRect().width > 0;
+  const name = i => (i.getAttribute('alt') || i.src).slice(0, 50);
   const figures = [...art.querySelectorAll('figure img, div.cell_output img')]
     .filter(i => visible(i) && !i.closest('.animation') && i.naturalWidth > 0)
-    .map(i => ({src: (i.getAttribute('alt') || i.src).slice(0, 50),
-                scale: i.getBoundingClientRect().width / i.naturalWidth}));
+    .map(i => ({src: name(i), scale: i.getBoundingClientRect().width / i.naturalWidth}));
+  // every image against the article's column (its content box)
+  const as = getComputedStyle(art);
+  const column = art.clientWidth - parseFloat(as.paddingLeft) - parseFloat(as.paddingRight);
+  const images = [...art.querySelectorAll('img')].filter(i => visible(i) && i.naturalWidth > 0)
+    .map(i => ({src: name(i), width: i.getBoundingClientRect().width, column}));
   const tables = [...art.querySelectorAll('table')].filter(t => visible(t) && !t.closest('.highlight'))
     .map(t => { const s = getComputedStyle(t), box = t.scrollWidth > t.clientWidth + 1 ? t : t.parentElement;
                 const b = getComputedStyle(box);
+                const row = t.querySelector('tr');
+                const first = row && row.querySelector('th, td');
                 return {head: t.innerText.trim().slice(0, 40), wider: box.scrollWidth > box.clientWidth + 1,
                         scrolls: ['auto', 'scroll'].includes(b.overflowX),
                         cue: (b.backgroundImage || '').includes('gradient')
-                             || (b.maskImage || b.webkitMaskImage || '').includes('gradient')}; });
-  const over = sel => [...art.querySelectorAll(sel)]
+                             || (b.maskImage || b.webkitMaskImage || '').includes('gradient'),
+                        columns: row ? row.querySelectorAll('th, td').length : 0,
+                        sticky: !!first && getComputedStyle(first).position === 'sticky'}; });
+  // a code element drawn on more than one line inside a table: a name broken in two
+  const brokenCode = [...art.querySelectorAll('table code')]
+    .filter(c => visible(c) && c.getClientRects().length > 1)
+    .map(c => c.textContent.trim().slice(0, 50));
+  const overBox = sel => [...art.querySelectorAll(sel)]
     .filter(e => visible(e) && e.scrollWidth > e.clientWidth + 1)
     .map(e => e.tagName.toLowerCase() + ' ' + (e.scrollWidth - e.clientWidth) + ' px over: '
               + e.textContent.trim().split('\n')[0].slice(0, 50));
-  const wide = over('pre'), wideMath = over('mjx-container[display="true"]');
+  const wide = overBox('pre'), wideMath = overBox('mjx-container[display="true"]');
   const captions = [...art.querySelectorAll('figcaption .caption-number, .caption .caption-number')]
     .map(e => e.textContent.trim());
-  return {figures, tables, wide, wideMath, captions};
+  return {figures, images, tables, brokenCode, wide, wideMath, captions,
+          captionStyle: captionContrast(art)};
+
+  // WCAG contrast of each caption's text, from computed styles: the colour's alpha times every
+  // ancestor's opacity, over the backgrounds below it (translucent ones composited onto the first
+  // opaque one, else the white canvas); a mask on the caption or an ancestor fades it: reported
+  function captionContrast(root) {
+    const parse = c => {
+      let m = c.match(/^rgba?\(([^)]*)\)/);
+      if (m) { const p = m[1].split(/[\s,\/]+/).filter(Boolean).map(parseFloat);
+               return [p[0], p[1], p[2], p.length > 3 ? p[3] : 1]; }
+      m = c.match(/^color\(srgb ([^)]*)\)/);
+      if (m) { const p = m[1].split(/[\s\/]+/).filter(Boolean).map(parseFloat);
+               return [255 * p[0], 255 * p[1], 255 * p[2], p.length > 3 ? p[3] : 1]; }
+      return [0, 0, 0, 0];
+    };
+    const over = (top, a, bottom) => top.map((v, k) => a * v + (1 - a) * bottom[k]);
+    const lum = c => { const l = c.map(v => { v /= 255;
+                         return v <= 0.04045 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); });
+                       return 0.2126 * l[0] + 0.7152 * l[1] + 0.0722 * l[2]; };
+    const out = [];
+    for (const cap of root.querySelectorAll('figcaption')) {
+      if (!visible(cap)) continue;
+      const holders = new Set();
+      const w = document.createTreeWalker(cap, NodeFilter.SHOW_TEXT);
+      while (w.nextNode()) {              // the text a reader sees: not maths, not the hidden
+        const e = w.currentNode.parentElement;   // permalink (#) that shows on hover
+        if (w.currentNode.textContent.trim() && !e.closest('mjx-container, .headerlink')
+            && getComputedStyle(e).visibility === 'visible') holders.add(e);
+      }
+      let worst = null, masked = false;
+      for (const el of holders) {
+        const layers = [];
+        let opacity = 1;
+        for (let e = el; e; e = e.parentElement) {
+          const s = getComputedStyle(e);
+          opacity *= parseFloat(s.opacity);
+          if ((s.maskImage && s.maskImage !== 'none') || (s.webkitMaskImage && s.webkitMaskImage !== 'none'))
+            masked = true;
+          layers.push(parse(s.backgroundColor));
+        }
+        let bg = [255, 255, 255];
+        const firstOpaque = layers.findIndex(l => l[3] >= 1);
+        const below = firstOpaque < 0 ? layers : layers.slice(0, firstOpaque + 1);
+        for (const l of below.reverse()) bg = over(l.slice(0, 3), l[3], bg);
+        const fg = parse(getComputedStyle(el).color);
+        const shown = over(fg.slice(0, 3), fg[3] * opacity, bg);
+        const [a, b] = [lum(shown), lum(bg)].sort((x, y) => y - x);
+        const ratio = (a + 0.05) / (b + 0.05);
+        if (worst === null || ratio < worst) worst = ratio;
+      }
+      // the paragraph right under the figure (past the cell that holds it), if any
+      let el = cap.closest('figure');
+      while (el && el !== root && !el.nextElementSibling) el = el.parentElement;
+      const next = el && el !== root ? el.nextElementSibling : null;
+      const lead = next && next.tagName === 'P' ? [...next.childNodes]
+        .find(n => n.nodeType === 1 || n.textContent.trim()) : null;
+      // ... or it repeats a sentence of the caption word for word (six words or more)
+      const norm = t => ' ' + (t.toLowerCase().match(/[a-z0-9]+/g) || []).join(' ') + ' ';
+      const nextText = next && next.tagName === 'P' ? norm(next.textContent) : '';
+      const bare = cap.cloneNode(true);
+      bare.querySelectorAll('.caption-number, .headerlink').forEach(e => e.remove());
+      const repeated = !!nextText && bare.textContent.split(/[.;:!?](?:\s|$)/)
+        .map(norm).some(t => t.trim().split(' ').length >= 6 && nextText.includes(t));
+      out.push({caption: cap.textContent.trim().replace(/\s+/g, ' ').slice(0, 50),
+                ratio: worst === null ? null : Math.round(worst * 100) / 100, masked,
+                twice: !!(lead && lead.nodeType === 1 && ['EM', 'I'].includes(lead.tagName)) || repeated,
+                next: next ? next.textContent.trim().slice(0, 50) : ''});
+    }
+    return out;
+  }
 }"""
 
 
@@ -268,20 +391,49 @@ def figure_numbers_ok(rel: str, captions: list[str]) -> bool:
 def width_failures(rel: str, width: str, found: dict) -> list[str]:
     """What WIDTH_JS found at one width, as failures."""
     out = []
-    for fig in found["figures"]:
-        px = MIN_FONT_PT * DPI / 72 * fig["scale"]
-        if px < MIN_TEXT_PX:
-            out.append(f"figure text {px:.1f} px (< {MIN_TEXT_PX:g}) at {WIDTHS[width][0]} px: "
-                       f"{fig['src']}")
+    px_wide = WIDTHS[width][0]
+    for img in found["images"]:
+        if img["width"] > img["column"] + 1:
+            out.append(f"image wider than its column at {px_wide} px ({img['width']:.0f} > "
+                       f"{img['column']:.0f} px): {img['src']}")
+    if width == "desktop":        # at 390 px a figure fits the column; its detail is a pinch away
+        for fig in found["figures"]:
+            px = MIN_FONT_PT * DPI / 72 * fig["scale"]
+            if px < MIN_TEXT_PX:
+                out.append(f"figure text {px:.1f} px (< {MIN_TEXT_PX:g}) at {px_wide} px: "
+                           f"{fig['src']}")
     for t in found["tables"]:
         if t["wider"] and not (t["scrolls"] and t["cue"]):
-            out.append(f"table cut without a cue at {WIDTHS[width][0]} px: {t['head']}")
-    out += [f"equation wider than its box at {WIDTHS[width][0]} px: {w}" for w in found["wideMath"]]
+            out.append(f"table cut without a cue at {px_wide} px: {t['head']}")
+        if t["wider"] and t["columns"] > 1 and not t["sticky"]:
+            out.append(f"table scrolls without its first column in view at {px_wide} px: "
+                       f"{t['head']}")
+    out += [f"code broken across lines in a table at {px_wide} px: {c}" for c in found["brokenCode"]]
+    for cap in found["captionStyle"]:
+        if cap["ratio"] is not None and cap["ratio"] < MIN_CONTRAST:
+            out.append(f"caption text at {cap['ratio']:.2f}:1 contrast (< {MIN_CONTRAST:g}) at "
+                       f"{px_wide} px: {cap['caption']}")
+        if cap["masked"]:
+            out.append(f"caption faded by a mask at {px_wide} px: {cap['caption']}")
+        if cap["twice"] and width == "desktop":
+            out.append(f"caption printed twice (the paragraph under the figure repeats it): "
+                       f"{cap['caption']} / {cap['next']}")
+    out += [f"equation wider than its box at {px_wide} px: {w}" for w in found["wideMath"]]
     if width == "desktop":
-        out += [f"wider than its box at {WIDTHS[width][0]} px: {w}" for w in found["wide"]]
+        out += [f"wider than its box at {px_wide} px: {w}" for w in found["wide"]]
         if not figure_numbers_ok(rel, found["captions"]):
             out.append(f"figure numbers are not per page: {found['captions'][:6]}")
     return out
+
+
+def zoom_blocked(viewport: str | None) -> bool:
+    """Whether a viewport meta tag stops a reader pinching a figure larger (user-scalable=no, or
+    a maximum-scale below 2)."""
+    content = (viewport or "").replace(" ", "").lower()
+    if re.search(r"user-scalable=(no|0)(,|$)", content):
+        return True
+    found = re.search(r"maximum-scale=([0-9.]+)", content)
+    return bool(found) and float(found.group(1)) < 2
 
 
 OVERFLOW_JS = """() => {
@@ -357,6 +509,10 @@ def test_page(rel, server, browser):
             failures += [f"literal backtick in prose: {t}" for t in found["backticks"]]
             failures += [f"a Python repr in prose: {t}" for t in found["reprs"]]
             failures += [f"glued value in bold where the prose is not: {t}" for t in found["boldGlue"]]
+            failures += [f"TeX outside maths: {t}" for t in found["tex"]]
+            if zoom_blocked(found["viewport"]):
+                failures.append(f"the page disables zoom (viewport {found['viewport']!r}): a "
+                                f"figure's detail is no longer a pinch away")
             for k, anim in enumerate(found["anims"]):
                 if not (anim["frame"] > 0 and anim["slider"] and anim["buttons"] >= 8
                         and anim["drawnButtons"] == anim["buttons"] and anim["icons"] == anim["buttons"]):

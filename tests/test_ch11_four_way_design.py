@@ -70,7 +70,7 @@ def test_the_design_is_one_record_with_two_arms_five_secondaries_and_its_rules()
     assert {a["reward"] for a in record["arms"].values()} == {"verifier", "random"}
     assert len(record["secondary"]) == len(W.SECONDARY) == 5
     assert record["pilot"]["seed"] not in range(record["seeds"])
-    assert record == W.stored_design()
+    assert record == W.committed_design()
 
 
 def _scores(**overrides):
@@ -152,8 +152,18 @@ def test_the_registry_holds_the_selection_the_pilot_the_start_and_every_arms_see
     kinds = [s.kind for s in W.RUNS.values()]
     assert kinds.count("selection") == len(D.CANDIDATES) + 1 and kinds.count("pilot") == 1
     assert kinds.count("grpo") == 2 * D.FOUR_WAY_SEEDS
-    assert W.arm_runs("grpo") == [f"grpo_seed{s}" for s in range(D.FOUR_WAY_SEEDS)]
+    assert W.runs_of_arm("grpo") == [f"grpo_seed{s}" for s in range(D.FOUR_WAY_SEEDS)]
     pilot_draw = D.training_draw(D.PILOT_SEED, 4 * D.PILOT_ITERATIONS)
     held = list(D.held_out_problems())
     assert not any(chain_seen(held, pilot_draw))
     assert all(len(calculation_chain(p)) == 1 for p in pilot_draw)
+
+
+def test_the_stored_selection_chose_the_prompt_by_the_committed_rule():
+    scores = W.candidate_scores()
+    assert set(scores) == {"chapter", *D.CANDIDATES}
+    choice = W.four_way_prompt(scores)
+    assert choice.meets_rule and choice.prompt == D.FOUR_WAY_PROMPT
+    for name, spec in W.RUNS.items():
+        if spec.kind == "selection":
+            assert W.load_run(name)["design"] == W.committed_design(), name

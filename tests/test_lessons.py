@@ -79,3 +79,25 @@ def test_glued_values_maths_and_code_are_counted_as_the_reader_gets_them():
              expressions={'glue["lift"]': "+1.0 [-2.0, +3.0]"})
     counts = lesson_counts(nb)
     assert counts.intervals == 1 and counts.words == 4
+
+
+def test_reading_load_counts_what_the_page_shows_and_not_what_it_hides():
+    from grpo.book.prose import READING_RATES, reading_load
+    nb = {"cells": [
+        {"cell_type": "markdown", "metadata": {}, "source": "One two three four.\n\n$$x = 1$$\n\n"
+                                                            "| a | b |\n|---|---|\n| 1 | 2 |"},
+        {"cell_type": "code", "metadata": {}, "source": "x = 1\n\nprint(x)",
+         "outputs": [{"output_type": "stream", "name": "stdout", "text": "1\n2\n"}]},
+        {"cell_type": "code", "metadata": {"tags": ["remove-input"]}, "source": "hidden = 1\nplot()",
+         "outputs": [{"output_type": "display_data", "data": {"image/png": "..."}}]},
+        {"cell_type": "code", "metadata": {"tags": ["remove-cell"]}, "source": "glue('a', 1)",
+         "outputs": [{"output_type": "stream", "name": "stdout", "text": "not shown\n"}]},
+    ]}
+    load = reading_load(nb)
+    assert (load.code_lines, load.output_lines, load.figures, load.tables,
+            load.display_equations) == (2, 2, 1, 1, 1)
+    r = READING_RATES
+    assert load.minutes == pytest.approx(load.prose_words / r["prose_words_a_minute"]
+                                         + 2 / r["code_lines_a_minute"]
+                                         + 2 / r["output_lines_a_minute"] + r["minutes_a_figure"]
+                                         + r["minutes_a_table"] + r["minutes_a_display_equation"])

@@ -248,3 +248,84 @@ def lesson_counts(nb: dict) -> LessonCounts:
         long_sentences=sum(len(s.split()) > 40 for s in said),
         intervals=len(_INTERVAL.findall(text)),
         statistics_words=len(STATISTICS_WORDS.findall(text)))
+
+
+# ----------------------------------------------------------------------------- reading time
+# What a reader reads on a page, and the rates the landing page turns it into minutes at. The rates
+# are stated, not measured on readers: prose at a common speed for technical text, code skimmed at a
+# line a second, printed output faster, half a minute for a figure, a table or a displayed
+# equation. On the course as it read before chapters 6-12 were rewritten they give about 5.5 hours
+# with its live runs; one student new to RL, reading it cold, took about 5
+# (data/bench/cold_read.json).
+
+READING_RATES = {"prose_words_a_minute": 200, "code_lines_a_minute": 60,
+                 "output_lines_a_minute": 40, "minutes_a_figure": 0.5, "minutes_a_table": 0.5,
+                 "minutes_a_display_equation": 0.5}
+_HIDDEN_CODE = {"remove-input", "remove-cell", "hide-input"}
+_HIDDEN_OUTPUT = {"remove-output", "remove-cell", "hide-output"}
+
+
+@dataclass(frozen=True)
+class ReadingLoad:
+    """What a page asks a reader to read (``reading_load``)."""
+    prose_words: int
+    code_lines: int                     # non-blank lines of the code cells the page shows
+    output_lines: int                   # lines of printed text the page shows
+    figures: int                        # images, animations and glued figures
+    tables: int                         # tables in the prose and tables a cell displays
+    display_equations: int
+
+    @property
+    def minutes(self) -> float:
+        """The reading time at ``READING_RATES``."""
+        r = READING_RATES
+        return (self.prose_words / r["prose_words_a_minute"]
+                + self.code_lines / r["code_lines_a_minute"]
+                + self.output_lines / r["output_lines_a_minute"]
+                + self.figures * r["minutes_a_figure"] + self.tables * r["minutes_a_table"]
+                + self.display_equations * r["minutes_a_display_equation"])
+
+
+def _text(value) -> str:
+    return "".join(value) if isinstance(value, list) else str(value)
+
+
+def reading_load(nb: dict) -> ReadingLoad:
+    """Count what a notebook's page shows: its prose words (``prose``), the code and printed
+    output of cells not hidden by a tag, its figures, tables and display equations."""
+    code = output = figures = tables = equations = 0
+    for cell in nb["cells"]:
+        tags = set(cell.get("metadata", {}).get("tags", []))
+        source = _text(cell.get("source", ""))
+        if cell["cell_type"] == "markdown":
+            figures += len(re.findall(r"\{glue:figure\}|\{figure\}|!\[", source))
+            tables += len(re.findall(r"^\s*\|?\s*:?-{3,}", source, flags=re.M))
+            equations += len(re.findall(r"\$\$", source)) // 2
+            equations += len(re.findall(r"^```\{math\}", source, flags=re.M))
+            continue
+        if cell["cell_type"] != "code":
+            continue
+        if not tags & _HIDDEN_CODE:
+            code += sum(1 for line in source.splitlines() if line.strip())
+        if tags & _HIDDEN_OUTPUT:
+            continue
+        for out in cell.get("outputs", []):
+            if out.get("metadata", {}).get("scrapbook"):
+                continue                # a glued value is read where the prose pastes it
+            data = out.get("data", {})
+            if out.get("output_type") == "stream":
+                output += len(_text(out.get("text", "")).rstrip("\n").splitlines())
+            elif "image/png" in data or "image/svg+xml" in data:
+                figures += 1
+            elif "_anim_img" in _text(data.get("text/html", "")):
+                figures += 1
+            elif "text/markdown" in data:
+                shown = _text(data["text/markdown"])
+                if re.search(r"^\s*\|?\s*:?-{3,}", shown, flags=re.M):
+                    tables += 1
+                else:
+                    output += len(shown.splitlines())
+            elif "text/plain" in data:
+                output += len(_text(data["text/plain"]).splitlines())
+    return ReadingLoad(prose_words=words(prose(nb)), code_lines=code, output_lines=output,
+                       figures=figures, tables=tables, display_equations=equations)

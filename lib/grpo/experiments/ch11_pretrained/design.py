@@ -540,6 +540,14 @@ FOUR_WAY_DESIGN = FourWayDesign(
 
 # The rules' outcomes, written once each rule has been applied (tests re-apply them): None until
 # then, and no run of an arm starts before both are set.
-FOUR_WAY_PROMPT = None
-FOUR_WAY_ITERATIONS = None
-FOUR_WAY_INTERMEDIATE = None    # whether the budget kept the checkpoints at 10 and 20
+# SECOND_SELECTION_RULE on the stored selection runs: per_operation and per_operation_prefix
+# qualify (0.992 one-equation answers; (c)+(d) 0.700 against the question alone's 0.717), and
+# per_operation is the shorter.
+FOUR_WAY_PROMPT = "per_operation"
+# ITERATION_RULE on the stored pilot: its training reward, in windows of 10 iterations, 0.500,
+# 0.659, 0.850, 0.691: it first failed to rise in the fourth window, so the rule asks for 40.
+# BUDGET_RULE on the pilot's 63.7 CPU-s an iteration and the start's 415.9 CPU-s an evaluation,
+# after 4,249 CPU-s spent: 20 iterations with the checkpoints at 10 and 20 fit (18,980 CPU-s
+# planned), 30 with them do not, so the runs last 20 iterations and keep both checkpoints.
+FOUR_WAY_ITERATIONS = 20
+FOUR_WAY_INTERMEDIATE = True    # whether the budget kept the checkpoints at 10 and 20

@@ -73,7 +73,7 @@ def _registry() -> dict:
 RUNS = _registry()
 
 
-def stored_design() -> dict:
+def committed_design() -> dict:
     """The design as committed, as every run stores it."""
     return json.loads(json.dumps(D.FOUR_WAY_DESIGN.as_record()))
 
@@ -106,7 +106,7 @@ def run(name: str, directory: Path | None = None) -> dict:
     torch.set_num_threads(1)
 
     def work():
-        out = {"name": name, "spec": asdict(spec), "design": stored_design()}
+        out = {"name": name, "spec": asdict(spec), "design": committed_design()}
         if spec.kind == "selection":
             model, tok = load_model(MODEL, "cpu")
             problems = D.selection_problems()
@@ -151,7 +151,7 @@ def retrain_dir() -> Path:
 
 def retrain(names=None, workers: int = 2, again: bool = False) -> Path:
     """The chapter's RETRAIN switch: run registry entries (default all) into ``retrain_dir()``,
-    never ``data/runs/``, and return that folder for ``load_run`` and ``endpoints``. A run
+    never ``data/runs/``, and return that folder for ``load_run`` and ``four_way_endpoints``. A run
     already there is kept unless ``again``."""
     return retrain_runs(run, RUNS, RUN_FOLDER, names, workers, again)
 
@@ -219,7 +219,7 @@ def readings_of(name: str, iteration: int | None = None, directory: Path | None 
                         _path_stamp(name, directory))
 
 
-def arm_runs(arm: str) -> list:
+def runs_of_arm(arm: str) -> list:
     """An arm's runs, seeds in order."""
     if arm not in D.FOUR_WAY_DESIGN.arms:
         raise ValueError(f"arm must be one of {list(D.FOUR_WAY_DESIGN.arms)}, got {arm!r}")
@@ -243,14 +243,14 @@ def change(arm: str, which: str = "right", iteration: int | None = None,
     """An arm's paired change in one outcome from the start, at a checkpoint (default the last),
     on the held-out problems, their calculations resampled, with the seeds' spread."""
     return _paired(outcome("start", which, None, directory),
-                   np.stack([outcome(n, which, iteration, directory) for n in arm_runs(arm)]))
+                   np.stack([outcome(n, which, iteration, directory) for n in runs_of_arm(arm)]))
 
 
 def minus_random(which: str = "right", directory: Path | None = None) -> Lift:
     """'grpo''s seed s against 'random_reward''s seed s at the last iteration, in one outcome."""
     return _paired(np.stack([outcome(n, which, None, directory)
-                             for n in arm_runs("random_reward")]),
-                   np.stack([outcome(n, which, None, directory) for n in arm_runs("grpo")]))
+                             for n in runs_of_arm("random_reward")]),
+                   np.stack([outcome(n, which, None, directory) for n in runs_of_arm("grpo")]))
 
 
 SECONDARY = ("calculation", "slip", "no_equation", "last_number", "right_minus_random")
@@ -258,15 +258,16 @@ SECONDARY = ("calculation", "slip", "no_equation", "last_number", "right_minus_r
 
 @dataclass(frozen=True)
 class FourWayEndpoints:
-    """The second design's endpoints from the stored runs (``endpoints``): the primary, the five
-    secondary ones with their Holm-adjusted p-values, and the effect it was powered for."""
+    """The second design's endpoints from the stored runs (``four_way_endpoints``): the primary,
+    the five secondary ones with their Holm-adjusted p-values, and the effect it was powered
+    for."""
     primary: Lift
     secondary: dict                     # SECONDARY's order: name -> Lift
     holm_p: dict
     detectable: float
 
 
-def endpoints(directory: Path | None = None) -> FourWayEndpoints:
+def four_way_endpoints(directory: Path | None = None) -> FourWayEndpoints:
     """The primary (the change in share (d) at the last iteration) and the design's five
     secondary endpoints, Holm-corrected as one family; every run read from ``directory``."""
     d = directory
@@ -283,7 +284,7 @@ def endpoints(directory: Path | None = None) -> FourWayEndpoints:
 
 # ----------------------------------------------------------------------------- the rules, applied
 
-def selection_scores(directory: Path | None = None) -> dict:
+def candidate_scores(directory: Path | None = None) -> dict:
     """Each selection prompt's shares (``shares``) and mean prompt tokens on the selection
     problems, from the stored selection runs."""
     out = {}
@@ -304,7 +305,7 @@ class PromptChoice:
 
 
 def four_way_prompt(scores: dict) -> PromptChoice:
-    """``design.SECOND_SELECTION_RULE`` applied to ``selection_scores()``."""
+    """``design.SECOND_SELECTION_RULE`` applied to ``candidate_scores()``."""
     def calc(p):
         return scores[p]["slip"] + scores[p]["right"]
     floor = calc("chapter") - D.CALCULATION_DROP
@@ -388,7 +389,7 @@ def replay(name: str = "grpo_seed0", n: int = 2) -> tuple[dict, dict]:
     """(stored, fresh): a stored run's first ``n`` iterations (logs without timings, and the first
     batch) and the same iterations re-run by this code, for ``results.mismatches``."""
     stored = load_run(name)
-    if stored["design"] != stored_design():
+    if stored["design"] != committed_design():
         raise ValueError(f"{name} was run under another design than design.FOUR_WAY_DESIGN")
     spec = RUNS[name]
     if spec.kind == "pilot":

@@ -167,3 +167,48 @@ def test_the_stored_selection_chose_the_prompt_by_the_committed_rule():
     for name, spec in W.RUNS.items():
         if spec.kind == "selection":
             assert W.load_run(name)["design"] == W.committed_design(), name
+
+
+def test_the_first_design_read_four_ways_reproduces_the_independent_rescoring():
+    """Issue 60's independent re-scoring of the first decided design, from the stored texts: 20
+    held-out problems with no equation at the start carry +3.5 of the +6.9 points; on the other
+    172 the first equation moved +3.9 [-3.5, +11.3]."""
+    x = W.decided_four_way()
+    assert x.no_equation_problems == 20
+    assert round(x.carried_by_no_equation, 1) == 3.5
+    assert (round(x.with_equation.points, 1), *(round(v, 1) for v in x.with_equation.ci95)) == (
+        3.9, -3.5, 11.3)
+    assert x.start["one_equation_format"] == 0.5625
+    assert abs(sum(x.grpo[k] for k in ("no_equation", "other_calculation", "slip", "right"))
+               - 1) < 1e-9
+
+
+def _lift(points, lo, hi):
+    from dataclasses import replace
+
+    from grpo.stats import paired_lift
+    x = paired_lift(np.zeros(4), np.ones((2, 4)))
+    return replace(x, points=points, ci95=(lo, hi))
+
+
+@pytest.mark.parametrize("lift, holm_p, verb", [
+    ((5.0, 1.0, 9.0), 0.0, "raised"), ((-5.0, -9.0, -1.0), 0.0, "lowered"),
+    ((5.0, -1.0, 9.0), 0.0, "moved"), ((5.0, 1.0, 9.0), 0.2, "moved")])
+def test_a_change_earns_its_verb_only_where_its_interval_and_holm_allow(lift, holm_p, verb):
+    assert W.change_verb(_lift(*lift), holm_p=holm_p) == verb
+
+
+def test_the_verdict_names_only_the_parts_whose_tests_passed():
+    def ends(primary, calc, calc_p, slip, slip_p):
+        return W.FourWayEndpoints(primary=_lift(*primary),
+                                  secondary={"calculation": _lift(*calc), "slip": _lift(*slip)},
+                                  holm_p={"calculation": calc_p, "slip": slip_p}, detectable=9.9)
+    up, flat = (20.0, 10.0, 30.0), (2.0, -5.0, 9.0)
+    assert W.four_way_verdict(ends(flat, up, 0.0, flat, 1.0)).endswith("could not tell from none")
+    both = W.four_way_verdict(ends(up, up, 0.01, (-6.0, -9.0, -2.0), 0.04))
+    assert "GRPO raised" in both and both.endswith(
+        "it chose that calculation more often, and it slipped less often")
+    only = W.four_way_verdict(ends(up, up, 0.01, (-6.0, -9.0, -2.0), 0.2))
+    assert only.endswith("more often") and "slipped" not in only
+    neither = W.four_way_verdict(ends(up, up, 0.3, flat, 1.0))
+    assert neither.endswith("whether by the calculation chosen or the slips")

@@ -116,3 +116,21 @@ def test_no_figure_text_below_the_floor():
     points = {k: FontProperties(size=matplotlib.rcParams[k]).get_size_in_points() for k in keys}
     assert min(points.values()) >= plots.MIN_FONT_PT, points
     assert matplotlib.rcParams["figure.dpi"] == matplotlib.rcParams["savefig.dpi"] == plots.DPI
+
+
+def test_four_way_bars_stack_each_row_to_one_and_refuse_a_bad_row():
+    from grpo.book.plots import FOUR_WAY_LABELS, four_way_bars
+    row = {"right": 0.5, "slip": 0.1, "other_calculation": 0.3, "no_equation": 0.1}
+    fig, ax = plt.subplots()
+    four_way_bars(ax, {"start": row, "after": {**row, "right": 0.6, "other_calculation": 0.2}})
+    widths = [p.get_width() for p in ax.patches]
+    assert len(widths) == 8 and abs(sum(widths[:4]) - 1) < 1e-9 and widths[4] == 0.6
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["start", "after"]
+    assert set(ax.get_legend_handles_labels()[1]) == set(FOUR_WAY_LABELS.values())
+    plt.close(fig)
+    with pytest.raises(ValueError, match="rows"):
+        four_way_bars(ax, {})
+    with pytest.raises(ValueError, match="summing to 1"):
+        four_way_bars(ax, {"bad": {**row, "right": 0.9}})
+    with pytest.raises(ValueError, match="four shares"):
+        four_way_bars(ax, {"bad": {"right": 1.0}})

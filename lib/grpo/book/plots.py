@@ -33,6 +33,11 @@ COLORS = {
     "A2C": "#CC79A7",
     "GRPO process": "#D55E00",
     "GRPO, V(s) baseline": "#6A3D9A",   # chapter 6's control (purple: apart from PPO's blue)
+    # chapter 11's four readings of an answer
+    "right": "#009E73",
+    "slip": "#E69F00",
+    "other_calculation": "#56B4E9",
+    "no_equation": "#BBBBBB",
 }
 
 
@@ -213,6 +218,40 @@ def curve_axes(ax, ceiling: float, untrained: float, ylim=(0.25, 0.62)) -> None:
     ax.axhline(untrained, color=COLORS["untrained"], ls="--", lw=1,
                label=f"untrained {untrained:.3f}")
     ax.set_ylim(*ylim)
+
+
+FOUR_WAY_LABELS = {"right": "(d) the problem's calculation, true",
+                   "slip": "(c) the problem's calculation, false",
+                   "other_calculation": "(b) another calculation",
+                   "no_equation": "(a) no equation"}
+
+
+def four_way_bars(ax, rows: dict) -> None:
+    """One horizontal bar per row (label -> the share of each of ``FOUR_WAY_LABELS``' readings,
+    summing to 1), stacked right (d), slip (c), another calculation (b), no equation (a), with
+    each share of 5% or more written on its segment; the first row on top."""
+    if not rows:
+        raise ValueError("rows must name at least one bar")
+    for label, shares in rows.items():
+        if set(shares) != set(FOUR_WAY_LABELS) or abs(sum(shares.values()) - 1) > 1e-6:
+            raise ValueError(f"row {label!r} must give the four shares {list(FOUR_WAY_LABELS)}, "
+                             f"summing to 1; got {shares}")
+    labels = list(rows)
+    for y, label in enumerate(labels):
+        left = 0.0
+        for key in FOUR_WAY_LABELS:
+            width = rows[label][key]
+            ax.barh(y, width, left=left, color=COLORS[key], edgecolor="white", height=0.7,
+                    label=FOUR_WAY_LABELS[key] if y == 0 else None)
+            if width >= 0.05:
+                ax.text(left + width / 2, y, f"{100 * width:.0f}", ha="center", va="center",
+                        fontsize=8)
+            left += width
+    ax.set_yticks(range(len(labels)), labels)
+    ax.invert_yaxis()
+    ax.set_xlim(0, 1)
+    ax.set_xlabel("share of the held-out answers (numbers in %)")
+    ax.grid(False)
 
 
 def animation_html(anim: FuncAnimation, name: str) -> HTML:

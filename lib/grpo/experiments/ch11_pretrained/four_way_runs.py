@@ -28,6 +28,7 @@ import numpy as np
 import torch
 
 from grpo.experiments.ch11_pretrained import design as D
+from grpo.experiments.ch11_pretrained import format_runs as F
 from grpo.experiments.ch11_pretrained.format_runs import (greedy_under_prompt, renderer,
                                                            train_from_prompt)
 from grpo.experiments.ch11_pretrained.registry import (read_run, registry_command, replayed,
@@ -280,6 +281,72 @@ def four_way_endpoints(directory: Path | None = None) -> FourWayEndpoints:
     return FourWayEndpoints(primary=change("grpo", "right", None, d), secondary=secondary,
                             holm_p={k: float(p) for k, p in zip(secondary, adjusted, strict=True)},
                             detectable=D.FOUR_WAY_DESIGN.power["detectable_points"])
+
+
+@dataclass(frozen=True)
+class DecidedFourWay:
+    """The first decided design read four ways (``decided_four_way``): exploratory, added after
+    its results were seen, so no part of its design."""
+    start: dict                         # the 'grpo' arm's start: ``shares`` of its answers
+    grpo: dict                          # the 'grpo' arm: ``shares``, averaged over its seeds
+    no_equation_problems: int           # held-out problems the start answered with no equation
+    carried_by_no_equation: float       # points of the primary lift those problems carry
+    with_equation: Lift                 # the primary (first equation) on the other problems
+
+
+def decided_four_way(directory: Path | None = None) -> DecidedFourWay:
+    """The first decided design's 'grpo' arm and its start (``format_runs``), every held-out
+    answer read four ways; and its primary lift (the first equation) split by whether the start
+    wrote an equation at all: the points the no-equation problems carry, and the paired lift on
+    the rest. Runs read from ``directory`` (as ``format_runs.load_run``)."""
+    problems = D.held_out_problems()
+
+    def read(name):
+        g = F.load_run(name, directory)["held_out"]["greedy"]
+        return read_answers(g["texts"], unbits(g["ended"]), problems)
+
+    start, names = F.start_of("grpo"), F.arm_runs("grpo")
+    runs = [shares(read(n)) for n in names]
+    no_eq = read(start)["four_way"] == "no_equation"
+    before = F.reading(start, "first_equation", directory)
+    after = np.stack([F.reading(n, "first_equation", directory) for n in names])
+    carried = 100 * float((after.mean(0) - before)[no_eq].sum()) / len(problems)
+    keep = ~no_eq
+    with_equation = paired_lift(before[keep], after[:, keep],
+                                clusters=[c for c, k in zip(D.chains_of(problems), keep) if k])
+    return DecidedFourWay(start=shares(read(start)),
+                          grpo={k: float(np.mean([r[k] for r in runs])) for k in runs[0]},
+                          no_equation_problems=int(no_eq.sum()), carried_by_no_equation=carried,
+                          with_equation=with_equation)
+
+
+def change_verb(x: Lift, up: str = "raised", down: str = "lowered", holm_p: float = 0.0) -> str:
+    """The verb a change earns: ``up`` or ``down`` only where its interval excludes 0 (and, for a
+    secondary endpoint, its Holm-adjusted p-value is under 0.05), else "moved"."""
+    if holm_p < 0.05 and x.ci95[0] > 0:
+        return up
+    if holm_p < 0.05 and x.ci95[1] < 0:
+        return down
+    return "moved"
+
+
+def four_way_verdict(e: FourWayEndpoints) -> str:
+    """The chapter's answer, worded as the intervals at the planned seeds allow: the primary, then
+    which of its parts moved (the calculation chosen, the slips), each only if its test passed."""
+    verb = change_verb(e.primary)
+    head = (f"with the form given, GRPO {verb} the share of answers that write the problem's "
+            f"calculation and get it right by {e.primary.points:+.1f} points")
+    if verb == "moved":
+        return head + ", a change its seeds could not tell from none"
+    calc, slip = e.secondary["calculation"], e.secondary["slip"]
+    parts = []
+    if change_verb(calc, holm_p=e.holm_p["calculation"]) != "moved":
+        parts.append(f"it chose that calculation {'more' if calc.points > 0 else 'less'} often")
+    if change_verb(slip, holm_p=e.holm_p["slip"]) != "moved":
+        parts.append(f"it slipped {'more' if slip.points > 0 else 'less'} often")
+    if not parts:
+        return head + ", and the runs could not tell whether by the calculation chosen or the slips"
+    return head + ": " + ", and ".join(parts)
 
 
 # ----------------------------------------------------------------------------- the rules, applied

@@ -99,5 +99,18 @@ def test_reading_load_counts_what_the_page_shows_and_not_what_it_hides():
     r = READING_RATES
     assert load.minutes == pytest.approx(load.prose_words / r["prose_words_a_minute"]
                                          + 2 / r["code_lines_a_minute"]
-                                         + 2 / r["output_lines_a_minute"] + r["minutes_a_figure"]
-                                         + r["minutes_a_table"] + r["minutes_a_display_equation"])
+                                         + 2 / r["output_lines_a_minute"] + r["wall_minutes_a_figure"]
+                                         + r["wall_minutes_a_table"] + r["wall_minutes_a_display_equation"])
+
+
+@pytest.mark.parametrize("number", [n for n in sorted(toc_chapters()) if n >= 6])
+def test_a_chapter_from_6_links_how_we_measure_and_it_comes_before_them(number):
+    """The statistics are explained once, on "How we measure", before chapter 6: each later chapter
+    links to it instead of explaining them again."""
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    files = [c["file"] for part in toc["parts"] for c in part["chapters"]]
+    assert files.index("book/how_we_measure") < files.index(
+        str(toc_chapters()[6].relative_to(ROOT).with_suffix("")))
+    cells = json.loads(toc_chapters()[number].read_text())["cells"]
+    assert any("how_we_measure" in "".join(c["source"]) for c in cells
+               if c["cell_type"] == "markdown")

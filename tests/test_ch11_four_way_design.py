@@ -212,3 +212,12 @@ def test_the_verdict_names_only_the_parts_whose_tests_passed():
     assert only.endswith("more often") and "slipped" not in only
     neither = W.four_way_verdict(ends(up, up, 0.3, flat, 1.0))
     assert neither.endswith("whether by the calculation chosen or the slips")
+
+
+def test_the_question_alone_is_the_first_designs_start_read_four_ways():
+    read = W.question_alone_readings()
+    assert len(read["four_way"]) == len(D.held_out_problems())
+    assert set(read["four_way"]) <= set(W.CALCULATION_READINGS)
+    assert int((read["four_way"] == "no_equation").sum()) == 21
+    with pytest.raises(ValueError, match="which"):
+        W.against_question_alone("arithmetic")

@@ -283,6 +283,22 @@ def four_way_endpoints(directory: Path | None = None) -> FourWayEndpoints:
                             detectable=D.FOUR_WAY_DESIGN.power["detectable_points"])
 
 
+def question_alone_readings() -> dict:
+    """``read_answers`` of the start asked the question alone on the held-out problems: the first
+    decided design's stored ``start_chapter`` run (the same model, problems and greedy budget)."""
+    g = F.load_run("start_chapter")["held_out"]["greedy"]
+    return read_answers(g["texts"], unbits(g["ended"]), D.held_out_problems())
+
+
+def against_question_alone(which: str = "right", directory: Path | None = None) -> Lift:
+    """Exploratory, added after the runs were seen: 'grpo''s change in one outcome at its last
+    checkpoint from the start asked the question alone (not its own start), paired by problem."""
+    if which not in OUTCOMES:
+        raise ValueError(f"which must be one of {list(OUTCOMES)}, got {which!r}")
+    return _paired(OUTCOMES[which](question_alone_readings()),
+                   np.stack([outcome(n, which, None, directory) for n in runs_of_arm("grpo")]))
+
+
 @dataclass(frozen=True)
 class DecidedFourWay:
     """The first decided design read four ways (``decided_four_way``): exploratory, added after

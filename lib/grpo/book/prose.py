@@ -259,8 +259,8 @@ def lesson_counts(nb: dict) -> LessonCounts:
 # (data/bench/cold_read.json).
 
 READING_RATES = {"prose_words_a_minute": 200, "code_lines_a_minute": 60,
-                 "output_lines_a_minute": 40, "minutes_a_figure": 0.5, "minutes_a_table": 0.5,
-                 "minutes_a_display_equation": 0.5}
+                 "output_lines_a_minute": 40, "wall_minutes_a_figure": 0.5,
+                 "wall_minutes_a_table": 0.5, "wall_minutes_a_display_equation": 0.5}
 _HIDDEN_CODE = {"remove-input", "remove-cell", "hide-input"}
 _HIDDEN_OUTPUT = {"remove-output", "remove-cell", "hide-output"}
 
@@ -282,8 +282,9 @@ class ReadingLoad:
         return (self.prose_words / r["prose_words_a_minute"]
                 + self.code_lines / r["code_lines_a_minute"]
                 + self.output_lines / r["output_lines_a_minute"]
-                + self.figures * r["minutes_a_figure"] + self.tables * r["minutes_a_table"]
-                + self.display_equations * r["minutes_a_display_equation"])
+                + self.figures * r["wall_minutes_a_figure"]
+                + self.tables * r["wall_minutes_a_table"]
+                + self.display_equations * r["wall_minutes_a_display_equation"])
 
 
 def _text(value) -> str:

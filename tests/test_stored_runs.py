@@ -93,7 +93,12 @@ def test_a_changed_code_fails_the_replay(monkeypatch):
     acts on the second step) moves the third iteration's floats by far more than the tolerance."""
     import grpo.lm.rl as rl
     name = next(n for n in REPLAYED if runs.RUNS[n].kind == "grpo")
-    monkeypatch.setattr(rl, "ADAM_BETAS", (0.9, 0.9899))
+    adam = rl.lm_adam                   # the loop's one Adam, its betas bound when it was defined
+
+    def nudged(params, lr, betas=rl.ADAM_BETAS):
+        assert betas == (0.9, 0.99)     # the GPT loop's settings, the ones this test nudges
+        return adam(params, lr, (0.9, 0.9899))
+    monkeypatch.setattr(rl, "lm_adam", nudged)
     stored, now = runs.replay(name, n=3)
     assert [m for m in mismatches(stored, now) if "[2]" in m]
 

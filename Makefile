@@ -111,6 +111,7 @@ full: $(STAMP)
 	$(BIN)/python -m grpo.experiments.ch07_small_lm.answer_only
 	$(BIN)/python -m grpo.experiments.ch11_pretrained.smollm2_runs --all --workers 2
 	$(BIN)/python -m grpo.experiments.ch11_pretrained.format_runs --all --workers 2
+	$(BIN)/python -m grpo.experiments.ch11_pretrained.four_way_runs --all --workers 2
 	$(BIN)/python -m grpo.experiments.ch06_lander.main_runs --workers 2
 	$(BIN)/python -m grpo.experiments.ch06_lander.credit_study --all --workers 2
 	$(BIN)/python -m grpo.experiments.ch06_lander.gradient_noise --all --workers 2

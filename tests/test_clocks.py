@@ -235,16 +235,9 @@ def test_every_bench_file_names_its_clocks():
     assert not problems, "\n".join(problems)
 
 
-# The pages write data/results/ and glue their prose; the notebooks are rewritten in main, so the
-# keys they still write without a clock are listed here, each to be renamed there (issue 62's
-# report names the edits). A key listed here that no longer offends fails the test: the list only
-# shrinks.
-PAGES_TO_RENAME = {
-    "data/results/11_pretrained.json": {"ours_step_s", "trl_step_s"},
-    "book/lab_08_grpo_math.ipynb": {"g4_to_16_sample_s", "g4_to_16_ref_s", "g4_to_16_update_s"},
-    "chapters/06_lunar_lander.ipynb": {"update_x_us"},
-    "book/lab_06_lander.ipynb": {"update_x_us", "update_autograd_us", "update_numpy_us"},
-}
+# Keys a page may still write or glue without its clock (none now: every page names its clocks). A
+# key listed here that no longer offends fails the test, so the list only shrinks.
+PAGES_TO_RENAME: dict = {}
 
 
 def _offending_keys(problems: list) -> set:

@@ -37,9 +37,7 @@ CPU_COST = re.compile(r"(\d[\d,.]*|\{eval\}`[^`]*`)\s*(-\s*)?CPU[- ]?(seconds|mi
 MEMORY_COST = re.compile(r"(\d[\d,.]*|\{eval\}`[^`]*`)\s*(GB|MB)\b")
 # Switches that name their cost without a number: the pages are rewritten in main (issue 62 lists
 # the edit); each fails here once it states its cost, and then leaves this list.
-VAGUE = {"chapters/07_small_lm.ipynb:RETRAIN": "memory: 'the same memory' as the SFT run above",
-         "chapters/11_pretrained.ipynb:RETRAIN": "CPU and memory: 'the note above sums them', "
-                                                 "'about the memory this page peaks at'"}
+VAGUE = {"chapters/07_small_lm.ipynb:RETRAIN": "memory: 'the same memory' as the SFT run above"}
 
 
 def stated_cost(text: str) -> tuple[bool, bool]:

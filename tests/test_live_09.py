@@ -72,3 +72,34 @@ def test_a_retrained_sft_run_goes_to_scratch(tmp_path, monkeypatch):
     assert written["keys"] == {"configs": [repr(c) for c in cfgs], "seed": 0}
     assert written["endpoints"] == ends and ends[0]["steps"] == 2
     assert not (runs / "09_addition" / "endpoints").exists()
+
+
+def test_a_switch_cost_sums_the_bench_estimates_of_its_files(tmp_path):
+    costs = tmp_path / "09_switches.json"
+    costs.write_text(json.dumps({"files": {
+        "lr_sweep": {"jobs": 13, "jobs_measured": 2, "estimate_cpu_s": 150.0},
+        "sft/sft_run": {"jobs": 1, "jobs_measured": 0, "estimate_cpu_s": 90.0}}}))
+    assert Gd.retrain_cost("lr_sweep", costs=costs) == \
+        "training again: 13 runs, about 2 CPU-minutes (make bench's estimate)"
+    assert Gd.retrain_cost("lr_sweep", "sft/sft_run", costs=costs).startswith(
+        "training again: 14 runs, about 4 CPU-minutes")
+    assert Gd.retrain_cost("sft/sft_run", costs=costs).startswith(
+        "training again: 1 run, about 2 CPU-minutes")
+    costs.write_text(json.dumps({"files": {"one": {"jobs": 1, "estimate_cpu_s": 60.0},
+                                           "tiny": {"jobs": 2, "estimate_cpu_s": 20.0}}}))
+    assert "1 run, about 1 CPU-minute (" in Gd.retrain_cost("one", costs=costs)
+    assert "2 runs, under 1 CPU-minute" in Gd.retrain_cost("tiny", costs=costs)
+    with pytest.raises(ValueError, match="files"):
+        Gd.retrain_cost("ablation", costs=costs)          # a name the bench did not measure
+    with pytest.raises(ValueError, match="files"):
+        Gd.retrain_cost(costs=costs)
+    with pytest.raises(FileNotFoundError, match="bench_addition_switches"):
+        Gd.retrain_cost("lr_sweep", costs=tmp_path / "missing.json")
+
+
+def test_the_bench_measured_every_stored_file_of_chapter_9():
+    known = json.loads(Gd.SWITCH_COSTS.read_text())["files"]
+    stored = {str(p.relative_to(J.ADDITION_FOLDER).with_suffix(""))
+              for p in J.ADDITION_FOLDER.rglob("*.json")}
+    assert set(known) == stored
+    assert all(f["estimate_cpu_s"] > 0 and f["jobs"] >= 1 for f in known.values())

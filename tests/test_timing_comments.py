@@ -1,8 +1,8 @@
 """No timing lives in a notebook's code comment, where no test reads it ("Measured under the book's
 pins: 110 CPU-seconds"): a cost a page states is read from what measured it, ``data/bench/`` (make
 bench) or a stored run's ``cpu_s`` (the run store), and printed or glued into the prose, so that a
-new measurement changes the page. The pages are rewritten in main: the comments they still carry
-are counted here per page (issue 62's report lists each), and a page's count may only fall."""
+new measurement changes the page. A page that must keep one for a while is counted in STILL_THERE,
+and its count may only fall."""
 import io
 import json
 import re
@@ -16,9 +16,7 @@ PAGES = sorted([*REPO.glob("chapters/*.ipynb"), *REPO.glob("book/*.ipynb")])
 # a number, then a time unit (with or without CPU-); "CPU-minutes" alone after a wrapped number
 TIMING = re.compile(r"\d[\d,.]*\s*(?:-\s*)?(?:CPU[- ]?)?(?:seconds?|secs?|minutes?|mins?|hours?|"
                     r"s|h|ms)\b|^#\s*CPU-(?:seconds|minutes|hours)\b", re.I)
-STILL_THERE = {  # chapter 9's RETRAIN switches, some moved to its lab notes when it became a lesson
-    "book/lab_09_addition.ipynb": 11, "chapters/09_grpo_addition.ipynb": 10,
-}
+STILL_THERE: dict[str, int] = {}   # none now: chapter 9's switches print make bench's estimate
 
 
 def timing_comments(source: str) -> list[str]:

@@ -92,10 +92,11 @@ class Job:
                                         # test problems (pass@k to large k)
 
 
-def _run(args) -> dict:
-    job, state, tok_json = args
-    torch.set_num_threads(1)
-    tok = Tokenizer.from_str(tok_json)
+def run_job(job: Job, state: dict, tok: Tokenizer) -> dict:
+    """One job in this process, from ``state`` (a start's weights): what ``run_jobs`` returns for
+    it. ``bench/bench_addition_switches.py`` times it, one job of each kind."""
+    if not isinstance(job, Job):
+        raise ValueError(f"job must be a Job, got {type(job).__name__}")
     train, val, test = make_addition_splits()
     model = addition_model(tok)
     model.load_state_dict(state)
@@ -110,6 +111,12 @@ def _run(args) -> dict:
         out["many_sampled"] = outcomes(model, tok, test[:MANY_PROBLEMS], job.many_samples,
                                        EVAL_TEMPERATURE, EVAL_SEED + 1, MAX_NEW_TOKENS)["sampled"]
     return out
+
+
+def _run(args) -> dict:
+    job, state, tok_json = args
+    torch.set_num_threads(1)
+    return run_job(job, state, Tokenizer.from_str(tok_json))
 
 
 def _sft_endpoint(args) -> dict:
@@ -326,6 +333,6 @@ def config_from_spec(spec: dict) -> SFTConfig:
 
 
 __all__ = ["MODEL", "SFT_RECIPE", "GRPO_RECIPE", "SFT_RUN", "LEVELS", "ADDITION_FOLDER",
-           "ENDPOINTS_FOLDER", "SFT_FOLDER", "addition_model", "train_sft", "Job", "run_jobs",
-           "sft_endpoints", "stored_jobs", "stored_endpoints", "stored_sft_run", "load_sft_run",
-           "config_from_spec", "to_json", "from_json", "job_spec", "job_from_spec"]
+           "ENDPOINTS_FOLDER", "SFT_FOLDER", "addition_model", "train_sft", "Job", "run_job",
+           "run_jobs", "sft_endpoints", "stored_jobs", "stored_endpoints", "stored_sft_run",
+           "load_sft_run", "config_from_spec", "to_json", "from_json", "job_spec", "job_from_spec"]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 
@@ -159,7 +160,31 @@ def main_runs_from_results(path=None) -> tuple[dict, list[dict]]:
     return before, runs
 
 
-__all__ = ["ANNEAL_LENGTHS", "SFT_SEEDS", "UPDATE_SEEDS", "SNAPSHOT_RUN",
+SWITCH_COSTS = DATA_DIR / "bench" / "09_switches.json"   # bench/bench_addition_switches.py
+
+
+def retrain_cost(*files: str, costs=SWITCH_COSTS) -> str:
+    """What a RETRAIN switch over the stored ``files`` (``lr_sweep``, ``sft/sft_run``, ...; the
+    names under ``data/runs/09_addition/``) would cost, as a sentence: their runs and their CPU
+    time, ``make bench``'s estimate from one run of each kind (``data/bench/09_switches.json``)."""
+    if not files:
+        raise ValueError("files must name at least one stored file, got none")
+    costs = Path(costs)
+    if not costs.is_file():
+        raise FileNotFoundError(f"no {costs}: run python bench/bench_addition_switches.py")
+    known = json.loads(costs.read_text())["files"]
+    unknown = [f for f in files if f not in known]
+    if unknown:
+        raise ValueError(f"files: {unknown} are not in {costs.name}; it has {sorted(known)}")
+    runs = sum(known[f]["jobs"] for f in files)
+    minutes = sum(known[f]["estimate_cpu_s"] for f in files) / 60
+    about = "under 1 CPU-minute" if minutes < 0.5 else \
+        f"about {minutes:.0f} CPU-minute{'s' * (round(minutes) != 1)}"
+    return f"training again: {runs} run{'s' * (runs != 1)}, {about} (make bench's estimate)"
+
+
+__all__ = ["SWITCH_COSTS", "retrain_cost", "ANNEAL_LENGTHS", "SFT_SEEDS", "UPDATE_SEEDS",
+           "SNAPSHOT_RUN",
            "CELL_SEEDS", "ABLATIONS", "STRESS", "SEEDS5", "FRESH", "MAP_SEEDS", "anneal_configs",
            "sft_like_grpo", "updates", "grid_jobs", "across_jobs", "control_config",
            "ablation_jobs", "replication_jobs", "map_jobs", "main_runs_from_results"]

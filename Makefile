@@ -57,9 +57,11 @@ unit: $(STAMP)
 # Two notebooks at a time (the pins keep each kernel on one core), each whole on one worker, the
 # longest first so that the two workers finish together. A chapter that rewrites a file another
 # reads (a checkpoint, a registry) replaces it atomically (grpo.files), with the same bytes.
-LONGEST := chapters/09_grpo_addition.ipynb chapters/08_grpo_math.ipynb chapters/06_lunar_lander.ipynb \
-  chapters/07_small_lm.ipynb chapters/11_pretrained.ipynb
-NBVAL_ORDER := $(filter $(NOTEBOOKS),$(LONGEST)) $(filter-out $(LONGEST),$(NOTEBOOKS)) $(PAGES)
+# The longest, by data/bench/chapter_times.json (wall_s):
+LONGEST := chapters/11_pretrained.ipynb chapters/08_grpo_math.ipynb chapters/07_small_lm.ipynb \
+  chapters/06_lunar_lander.ipynb chapters/10_word_problems.ipynb book/lab_07_small_lm.ipynb
+NBVAL_ORDER := $(filter $(NOTEBOOKS) $(PAGES),$(LONGEST)) \
+  $(filter-out $(LONGEST),$(NOTEBOOKS)) $(filter-out $(LONGEST),$(PAGES))
 nbval: $(STAMP)
 	@test -n "$(NOTEBOOKS)" || { echo "no chapters/NN_*.ipynb found: nothing for nbval to test"; exit 1; }
 	$(BIN)/python -m pytest -q -p no:cacheprovider -n 2 --dist loadfile --no-loadscope-reorder \

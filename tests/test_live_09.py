@@ -103,3 +103,8 @@ def test_the_bench_measured_every_stored_file_of_chapter_9():
               for p in J.ADDITION_FOLDER.rglob("*.json")}
     assert set(known) == stored
     assert all(f["estimate_cpu_s"] > 0 and f["jobs"] >= 1 for f in known.values())
+
+
+def test_run_job_refuses_what_is_not_a_job():
+    with pytest.raises(ValueError, match="job must be a Job"):
+        J.run_job({"start": 550, "cfg": None}, {}, A.addition_tokenizer())

@@ -29,7 +29,8 @@ def main():
     model = A.addition_model(tok)
     sft(model, tok, train, val, replace(A.SFT_RECIPE, steps=500, eval_every=10_000, eval_problems=1))
     state = {k: v.clone() for k, v in model.state_dict().items()}
-    cfg = replace(A.GRPO_RECIPE, iterations=REPEATS + 2, eval_every=10_000, eval_problems=1)
+    cfg = replace(A.GRPO_RECIPE, iterations=REPEATS + 2,
+                  evaluation=replace(A.GRPO_RECIPE.evaluation, every=10_000, problems=1))
     log = train_lm_grpo(model, tok, train, val, cfg)["log"]
     split = {k: round(min(log[k][2:]), 4) for k in ("sample_cpu_s", "ref_cpu_s", "update_cpu_s")}
 

@@ -30,8 +30,7 @@ START_LEVEL = 0.36   # chapter 9's start: the first check of its SFT run to reac
 torch.set_num_threads(1)
 # What sets a job's cost: its kind, then these fields of its config, then its test samples.
 GRPO_COST = ("iterations", "prompts", "G", "max_new_tokens", "reuse", "dynamic_sampling",
-             "eval_every", "eval_problems", "eval_samples", "eval_at_start", "final_samples",
-             "held_out", "train_pool")
+             "evaluation", "train_pool")
 SFT_COST = ("steps", "batch_size", "eval_every", "eval_problems")
 
 

@@ -30,6 +30,7 @@ from benchfile import write_bench
 from grpo import lander
 from grpo.lm import rl
 from grpo.lm.data import PROTOCOL
+from grpo.lm.eval import EvalConfig
 from grpo.runstore.models import load_sft
 
 OUT = Path(__file__).resolve().parents[1] / "data" / "bench" / "compute_limit.json"
@@ -79,7 +80,7 @@ def grpo_flops(model, tok, train, test) -> dict:
     rl.completion_logprobs = counted("ref", originals["completion_logprobs"])
     rl.grpo_update = counted("update", originals["grpo_update"])
     try:
-        cfg = rl.RunConfig(iterations=1, eval_every=10_000, eval_problems=1, eval_samples=1)
+        cfg = rl.RunConfig(iterations=1, evaluation=EvalConfig(every=10_000, problems=1, samples=1))
         rl.train_lm_grpo(model, tok, train, test, cfg)
     finally:
         for name, fn in originals.items():

@@ -26,6 +26,11 @@ except ImportError:          # BASELINE's lib, which baseline_iteration imports 
     from grpo.lm.rl import train_grpo as train_lm_grpo
 from grpo.lm.train import SFTConfig, sft
 try:
+    from grpo.lm.eval import EvalConfig
+    NO_EVALUATION = {"evaluation": EvalConfig(every=10_000, problems=1, samples=1)}
+except ImportError:          # BASELINE's lib, whose RunConfig held the evaluation settings itself
+    NO_EVALUATION = {"eval_every": 10_000, "eval_problems": 1, "eval_samples": 1}
+try:
     from grpo.runstore.models import load_sft
 except ImportError:          # BASELINE's lib, where grpo.lm.train held it
     from grpo.lm.train import load_sft
@@ -51,7 +56,7 @@ SPLIT = ("sample_cpu_s", "ref_cpu_s", "update_cpu_s")
 
 def grpo_iteration(model, tok, train, test, **kw):
     """CPU seconds of sampling / reference / update in one iteration of the real loop (fastest of 3)."""
-    cfg = RunConfig(iterations=REPEATS, eval_every=10_000, eval_problems=1, eval_samples=1, **kw)
+    cfg = RunConfig(iterations=REPEATS, **NO_EVALUATION, **kw)
     log = train_lm_grpo(model, tok, train, test, cfg)["log"]
     # BASELINE's lib logged the same CPU seconds as sample_s, ref_s, update_s
     return {k: round(min(log[k] if k in log else log[k.replace("_cpu_s", "_s")]), 3) for k in SPLIT}

@@ -31,3 +31,18 @@ def test_progress_yields_every_step_and_is_silent_under_the_pins(monkeypatch, ca
     assert "steps" in capsys.readouterr().err                    # the bar is drawn without the pin
     with pytest.raises(ValueError, match="iterable"):
         display.progress("abc")
+
+
+def test_show_config_prints_a_nested_config_one_field_a_line(capsys):
+    from grpo.book.display import show_config
+    from grpo.lm.eval import EvalConfig
+    from grpo.lm.rl import RunConfig
+    show_config(RunConfig(evaluation=EvalConfig(every=7)))
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "RunConfig(" and lines[-1] == ")"
+    at = next(i for i, line in enumerate(lines) if line.lstrip().startswith("evaluation"))
+    assert lines[at].endswith("= EvalConfig(")
+    assert lines[at + 1].split() == ["every", "=", "7,"]
+    assert max(len(line) for line in lines) < 60          # nothing scrolls off a phone's width
+    with pytest.raises(ValueError, match="dataclass instance"):
+        show_config(RunConfig)

@@ -39,7 +39,8 @@ def start():
 
 def test_run_jobs_is_deterministic_and_keeps_job_order(start):
     starts, tok = start
-    cfg = replace(J.GRPO_RECIPE, iterations=2, prompts=4, G=4, eval_every=1, eval_problems=4)
+    cfg = replace(J.GRPO_RECIPE, iterations=2, prompts=4, G=4,
+                  evaluation=replace(J.GRPO_RECIPE.evaluation, every=1, problems=4))
     more_sft = SFTConfig(steps=3, batch_size=8, eval_every=10_000)
     jobs = [J.Job(50, cfg, samples=2), J.Job(25, None, samples=2), J.Job(50, more_sft, samples=2),
             J.Job(50, cfg, samples=2)]

@@ -29,8 +29,10 @@ def random_batch(B=3, G=4, T=6, seed=0, spread=0.3, dtype=torch.float64):
 
 def reference_loss(logp, logp_old, logp_ref, mask, rewards, advantage="zscore", clip=True,
                    eps_low=0.2, eps_high=None, beta=0.04, kl_ratio=False, aggregation="sequence",
-                   max_tokens=None):
-    """DeepSeekMath eq. 3 and its variants, token by token in plain Python floats."""
+                   max_tokens=None, ratio_level="token"):
+    """DeepSeekMath eq. 3 and its variants, token by token in plain Python floats (token ratios:
+    GSPO's sequence ratio has its own reference test)."""
+    assert ratio_level == "token", ratio_level
     eps_high = eps_low if eps_high is None else eps_high
     B, G = rewards.shape
     N, T = logp.shape
@@ -243,7 +245,7 @@ def test_every_preset_is_a_complete_set_of_loss_options():
         assert isinstance(preset, LossOptions), name
         options = preset.loss_options()
         assert set(options) == {"advantage", "clip", "eps_low", "eps_high", "beta", "kl_ratio",
-                                "aggregation"}, name
+                                "aggregation", "ratio_level"}, name
         budget = {"max_tokens": logp.shape[1]} if preset.aggregation == "constant" else {}
         loss, _ = grpo_loss(logp, logp_old, logp_ref, mask, rewards, **options, **budget)
         assert torch.isfinite(loss), name

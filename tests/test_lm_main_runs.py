@@ -32,9 +32,8 @@ def _replayed_log(cfg: RunConfig, n: int = N) -> dict:
     torch.set_num_threads(1)
     model, tok = load_sft()
     train, val = PROTOCOL.splits()
-    short = replace(
-        cfg, iterations=n, eval_problems=1, eval_at_start=False, final_samples=0, held_out=0
-    )
+    short = replace(cfg, iterations=n, evaluation=replace(
+        cfg.evaluation, problems=1, at_start=False, final_samples=0, held_out=0))
     log = train_lm_grpo(model, tok, train, val, short)["log"]
     return without_timings(log)
 
@@ -45,10 +44,10 @@ def test_the_stored_jobs_are_the_ones_the_code_defines(stored):
     for run in grpo_runs:
         assert len(run["log"]["iteration"]) == main_runs.MAIN.iterations
         assert run["held_out"]["greedy"].shape == (runs.HELD_OUT,)
-        assert run["held_out"]["sampled"].shape == (runs.HELD_OUT, main_runs.MAIN.eval_samples)
+        assert run["held_out"]["sampled"].shape == (runs.HELD_OUT, main_runs.MAIN.evaluation.samples)
         assert run["final_correct"].shape == (
-            main_runs.MAIN.eval_problems,
-            main_runs.MAIN.final_samples,
+            main_runs.MAIN.evaluation.problems,
+            main_runs.MAIN.evaluation.final_samples,
         )
     assert len(continued["history"]["loss"]) == main_runs.CONTINUED_SFT.steps
     assert continued["held_out"]["greedy"].shape == (runs.HELD_OUT,)
@@ -115,8 +114,8 @@ def test_the_stored_weights_score_the_stored_outcomes(stored):
         model.eval(),
         tok,
         PROTOCOL.held_out(runs.HELD_OUT)[:n],
-        cfg.eval_samples,
-        cfg.eval_temperature,
+        cfg.evaluation.samples,
+        cfg.evaluation.temperature,
         PROTOCOL.eval_seed,
         cfg.max_new_tokens,
     )

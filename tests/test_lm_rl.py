@@ -7,13 +7,15 @@ import torch
 
 from grpo.lm.data import make_splits
 from grpo.lm.model import GPT, GPTConfig
-from grpo.lm.eval import evaluate, pass_at_k, score
+from dataclasses import replace
+
+from grpo.lm.eval import EvalConfig, evaluate, pass_at_k, score
 from grpo.lm.rl import RunConfig, train_lm_grpo
 from grpo.lm.tokenizer import Tokenizer
 from grpo.lm.train import SFTConfig, sft
 
-TINY = dict(iterations=2, prompts=3, G=4, max_new_tokens=12, eval_every=1, eval_problems=4,
-            eval_samples=2, warmup=1)
+TINY = dict(iterations=2, prompts=3, G=4, max_new_tokens=12, warmup=1,
+            evaluation=EvalConfig(every=1, problems=4, samples=2))
 
 
 @pytest.fixture(scope="module")
@@ -68,18 +70,13 @@ def test_score_verifier_and_short():
                                         (dict(lr=float("nan")), "lr"), (dict(reuse=0), ">= 1"),
                                         (dict(advantage="median"), "advantage"),
                                         (dict(reward="long"), "reward"),
-                                        (dict(answer_format="cot"), "answer_format"),
                                         (dict(train_pool=2), "train_pool"),
                                         (dict(train_pool=-1), "train_pool"),
                                         (dict(warmup=-1), "warmup .* got -1"),
-                                        (dict(eval_problems=0), "eval_problems .* got 0"),
-                                        (dict(eval_samples=0), "eval_samples .* got 0"),
-                                        (dict(final_samples=-2), "final_samples .* got -2"),
                                         (dict(max_new_tokens=0), "max_new_tokens .* got 0"),
                                         (dict(temperature=0.0), "temperature .* got 0.0"),
                                         (dict(temperature=float("inf")), "temperature .* got inf"),
                                         (dict(temperature=True), "temperature .* got True"),
-                                        (dict(eval_temperature=-0.7), "eval_temperature .* got -0.7"),
                                         (dict(eps_low=1.0), "eps_low .* got 1.0"),
                                         (dict(eps_low=-0.2), "eps_low .* got -0.2"),
                                         (dict(eps_high=-0.28), "eps_high .* got -0.28"),
@@ -89,11 +86,26 @@ def test_score_verifier_and_short():
                                         (dict(dynamic_sampling="no"), "dynamic_sampling .* got 'no'"),
                                         (dict(clip="off"), "clip .* got 'off'"),
                                         (dict(kl_ratio="false"), "kl_ratio .* got 'false'"),
+                                        (dict(ratio_level="word"), "ratio_level .* got 'word'"),
+                                        (dict(evaluation={"every": 1}), "evaluation must be an EvalConfig"),
                                         (dict(reuse=2.0), "reuse .* got 2.0")])
 def test_bad_config_is_a_clear_error(bad, match):
     """A bad setting fails when the config is built, before any model or data exists."""
     with pytest.raises(ValueError, match=match):
         RunConfig(**{**TINY, **bad})
+
+
+@pytest.mark.parametrize("bad, match", [(dict(every=0), "EvalConfig.every .* got 0"),
+                                        (dict(problems=0), "EvalConfig.problems .* got 0"),
+                                        (dict(samples=0), "EvalConfig.samples .* got 0"),
+                                        (dict(final_samples=-2), "final_samples .* got -2"),
+                                        (dict(held_out=-1), "held_out .* got -1"),
+                                        (dict(temperature=-0.7), "temperature .* got -0.7"),
+                                        (dict(at_start="yes"), "at_start .* got 'yes'")])
+def test_bad_evaluation_setting_is_a_clear_error(bad, match):
+    """What a run measures is checked the same way, at construction."""
+    with pytest.raises(ValueError, match=match):
+        EvalConfig(**bad)
 
 
 def test_a_run_is_finite_logged_and_deterministic(setup):
@@ -122,7 +134,8 @@ def test_the_update_moves_the_weights_and_beta0_skips_the_reference(setup):
 def test_the_length_reward_is_learned(setup):
     """The sanity check of chapter 8 in miniature: 'shorter scores more' is learnable fast."""
     train, test, tok = setup
-    cfg = RunConfig(**{**TINY, "iterations": 25, "eval_every": 100, "prompts": 4, "G": 8,
+    cfg = RunConfig(**{**TINY, "iterations": 25, "evaluation": EvalConfig(every=100, problems=4),
+                       "prompts": 4, "G": 8,
                        "max_new_tokens": 24}, reward="short", beta=0.0, lr=3e-3, temperature=1.0)
     log = train_lm_grpo(tiny_model(tok, 1, sft_steps=40, train=train), tok, train, test, cfg)["log"]
     first, last = np.mean(log["reward_mean"][:5]), np.mean(log["reward_mean"][-5:])
@@ -244,7 +257,8 @@ def test_expert_iteration_trains_on_right_samples_only(setup, monkeypatch):
     monkeypatch.setattr(rl, "completions", half_right)
     model = tiny_model(tok)
     before = {k: v.clone() for k, v in model.state_dict().items()}
-    cfg = rl.EIConfig(**{**TINY_EI, "iterations": 2, "eval_every": 1})
+    cfg = rl.EIConfig(**{**TINY_EI, "iterations": 2,
+                         "evaluation": replace(TINY_EI["evaluation"], every=1)})
     out = rl.expert_iteration(model, tok, train, test, cfg)
     assert out["log"]["iteration"] == [1, 2] and out["evals"]["iteration"] == [1, 2]
     assert out["log"]["reward_mean"] == [0.5, 0.5] and out["log"]["kept"] == [6, 6]   # every right one
@@ -252,12 +266,23 @@ def test_expert_iteration_trains_on_right_samples_only(setup, monkeypatch):
     assert any(not torch.equal(before[k], v) for k, v in model.state_dict().items())
     again = rl.expert_iteration(tiny_model(tok), tok, train, test, cfg)
     assert again["log"] == out["log"]                                  # deterministic by seed
+    at_start = rl.EIConfig(**{**TINY_EI, "iterations": 2,
+                              "evaluation": replace(TINY_EI["evaluation"], at_start=True)})
+    first = rl.expert_iteration(tiny_model(tok), tok, train, test, at_start)
+    assert first["evals"]["iteration"] == [0, 2] and first["log"] == out["log"]
     for bad in (dict(G=1), dict(lr=0.0), dict(iterations=0), dict(prompts=10_000)):
         with pytest.raises(ValueError):
             rl.expert_iteration(model, tok, train, test, rl.EIConfig(**{**TINY_EI, **bad}))
+    for bad, match in ((dict(final_samples=8), "EIConfig.evaluation.final_samples"),
+                       (dict(held_out=5), "EIConfig.evaluation.held_out")):
+        with pytest.raises(ValueError, match=match):
+            rl.EIConfig(evaluation=EvalConfig(**bad))
+    with pytest.raises(ValueError, match="EIConfig.evaluation must be an EvalConfig"):
+        rl.EIConfig(evaluation=None)
 
 
-TINY_EI = dict(iterations=1, prompts=3, G=4, max_new_tokens=12, eval_problems=2, eval_samples=1)
+TINY_EI = dict(iterations=1, prompts=3, G=4, max_new_tokens=12,
+               evaluation=EvalConfig(every=40, problems=2, samples=1, at_start=False))
 
 
 def test_held_out_outcomes_come_with_the_run(setup, monkeypatch):
@@ -266,11 +291,9 @@ def test_held_out_outcomes_come_with_the_run(setup, monkeypatch):
     monkeypatch.setattr(rl, "PROTOCOL", type("P", (), {"held_out": lambda self, n: test[:n], "eval_seed": 1,
                                                        "final_seed": 2})())
     out = train_lm_grpo(tiny_model(tok, sft_steps=30, train=train), tok, train, test,
-                     RunConfig(held_out=5, **TINY))
+                     RunConfig(**{**TINY, "evaluation": replace(TINY["evaluation"], held_out=5)}))
     h = out["held_out"]
-    assert h["greedy"].shape == (5,) and h["sampled"].shape == (5, TINY["eval_samples"])
-    with pytest.raises(ValueError, match="held_out"):
-        train_lm_grpo(None, tok, train, test, RunConfig(held_out=-1, **TINY))
+    assert h["greedy"].shape == (5,) and h["sampled"].shape == (5, TINY["evaluation"].samples)
 
 
 def test_expert_iteration_strict_keeps_only_right_working(setup, monkeypatch):

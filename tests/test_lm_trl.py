@@ -199,8 +199,8 @@ def test_sequence_level_ratio_equals_trls_gspo(trainer, loss_type, options, bias
     finally:
         trainer.importance_sampling_level, trainer.args.use_bias_correction_kl = "token", False
     x = logp.clone().requires_grad_()
-    ours, stats = grpo_loss(x, logp_old, logp_ref, mask, rewards, ratio_level="sequence",
-                            **{**options, "kl_ratio": bias_corrected})
+    ours, stats = grpo_loss(x, logp_old, logp_ref, mask, rewards,
+                            **{**options, "kl_ratio": bias_corrected, "ratio_level": "sequence"})
     ours.backward()
     theirs.backward()
     assert abs(ours.item() - theirs.item()) < PARITY_TOL

@@ -14,6 +14,7 @@ import pytest
 import torch
 
 from grpo.lm import rl
+from grpo.lm.eval import EvalConfig
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 REPO = Path(__file__).resolve().parents[1]
@@ -58,8 +59,8 @@ def test_the_library_loop_is_grpo_written_out_to_the_last_bit(tiny):
     """``train_lm_grpo`` (through ``grpo_iteration``) against the loop written out by hand: the
     same stats and the same weights, bit for bit (the runs in data/runs/ replay through it)."""
     model, tok, train, test = tiny
-    cfg = rl.RunConfig(iterations=3, prompts=3, G=4, max_new_tokens=12, eval_every=10, warmup=2,
-                       eval_problems=2, eval_samples=1, beta=0.1, eval_at_start=False)
+    cfg = rl.RunConfig(iterations=3, prompts=3, G=4, max_new_tokens=12, warmup=2, beta=0.1,
+                       evaluation=EvalConfig(every=10, problems=2, samples=1, at_start=False))
     run = rl.train_lm_grpo(copy.deepcopy(model), tok, train, test, cfg)
     rows, state = _by_hand(model, tok, train, cfg)
     for key in ("reward_mean", "kl_mean", "clip_fraction", "entropy_mean",
@@ -131,8 +132,8 @@ def test_chapter_8_prints_the_librarys_loop():
     namespace["print"] = lambda *a, **k: None
     exec(compile(live, "chapter 8, live run", "exec"), namespace)
     LIVE, logged = namespace["LIVE"], namespace["live"]
-    short = replace(LIVE, iterations=2, eval_problems=1, eval_samples=1, final_samples=0,
-                    held_out=0, eval_at_start=False)
+    short = replace(LIVE, iterations=2, evaluation=replace(
+        LIVE.evaluation, problems=1, samples=1, final_samples=0, held_out=0, at_start=False))
     lib = rl.train_lm_grpo(copy.deepcopy(namespace["sft_model"]), namespace["tok"],
                            namespace["train"], namespace["test"], short)["log"]
     assert lib["reward_mean"] == logged["reward"][:2]

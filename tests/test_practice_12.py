@@ -12,7 +12,7 @@ from grpo.experiments.ch12_practice import failure_runs as F
 from grpo.lm import addition as A
 from grpo.runstore import addition_jobs as J
 from grpo.lm.grpo import grpo_loss
-from grpo.lm.rl import train_lm_grpo
+from grpo.lm.rl import RunConfig, train_lm_grpo
 
 
 @pytest.fixture(scope="module")
@@ -58,17 +58,18 @@ def test_an_aggregation_run_replays_its_first_iterations(monkeypatch):
 
 
 def test_the_ratio_level_reaches_the_loss():
-    cfg = F.RatioConfig(ratio_level="sequence", eps_low=3e-4, eps_high=4e-4)
+    cfg = RunConfig(ratio_level="sequence", eps_low=3e-4, eps_high=4e-4)
     assert cfg.loss_options()["ratio_level"] == "sequence"
-    assert F.RatioConfig().loss_options()["ratio_level"] == "token"
+    assert RunConfig().loss_options()["ratio_level"] == "token"
+    assert {j.cfg.ratio_level for j in F.grids(550, 250)["ratio_level"]} == {"token", "sequence"}
     with pytest.raises(ValueError, match="ratio_level"):
-        F.RatioConfig(ratio_level="per-word")
+        RunConfig(ratio_level="per-word")
     torch.manual_seed(0)
     logp_old = -torch.rand(4, 3, dtype=torch.float64)
     logp = logp_old + 0.3 * torch.randn(4, 3, dtype=torch.float64)
     mask, rewards = torch.ones(4, 3), torch.tensor([[1.0, 0.0], [0.0, 1.0]], dtype=torch.float64)
     loss = {level: grpo_loss(logp, logp_old, None, mask, rewards,
-                             **{**F.RatioConfig(beta=0.0, ratio_level=level).loss_options()})[0]
+                             **RunConfig(beta=0.0, ratio_level=level).loss_options())[0]
             for level in ("token", "sequence")}
     assert not torch.isclose(loss["token"], loss["sequence"])
 

@@ -124,3 +124,22 @@ def test_a_logs_timings_are_read_under_either_name_and_left_out_of_replays():
         "sample_cpu_s": 1.0, "ref_cpu_s": 2.0, "update_cpu_s": 3.0}
     assert runstore.without_timings(new) == runstore.without_timings(old) == {"loss": 0.5}
     assert runstore.without_timings({"step_wall_s": 1, "sampled_tokens": 9}) == {"sampled_tokens": 9}
+
+
+def test_a_stored_config_rebuilds_as_its_dataclass():
+    """JSON keeps a config as asdict's dict: tuples become lists and RunConfig.evaluation a dict.
+    config_from_json gives back the equal frozen config, the one a stored file's key was made of."""
+    from dataclasses import asdict
+    from grpo.lm.eval import EvalConfig
+    from grpo.lm.rl import EIConfig, RunConfig
+    from grpo.runstore import config_from_json
+    for cfg in (RunConfig(ratio_level="sequence", evaluation=EvalConfig(every=5, held_out=9)),
+                EIConfig(betas=(0.9, 0.9))):
+        back = config_from_json(type(cfg), json.loads(json.dumps(asdict(cfg))))
+        assert back == cfg and repr(back) == repr(cfg)
+    with pytest.raises(TypeError, match="eval_every"):          # a field the config no longer has
+        config_from_json(RunConfig, {"eval_every": 5})
+    with pytest.raises(ValueError, match="fields must be a dict"):
+        config_from_json(RunConfig, [("seed", 1)])
+    with pytest.raises(ValueError, match="cls must be a dataclass"):
+        config_from_json(dict, {})

@@ -48,7 +48,9 @@ def tiny():
     torch.manual_seed(0)
     tok = A.addition_tokenizer()
     starts = {0: J.addition_model(tok).state_dict()}
-    jobs = [J.Job(0, replace(J.GRPO_RECIPE, iterations=1, prompts=4, G=2, eval_every=1), samples=1),
+    recipe = replace(J.GRPO_RECIPE, iterations=1, prompts=4, G=2,
+                     evaluation=replace(J.GRPO_RECIPE.evaluation, every=1))
+    jobs = [J.Job(0, recipe, samples=1),
             J.Job(0, None, samples=1)]
     return tok, starts, jobs
 

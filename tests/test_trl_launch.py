@@ -32,6 +32,7 @@ def test_the_yaml_is_chapter_11s_recipe(tmp_path):
     assert config.epsilon == R.eps_low and config.epsilon_high == R.eps_low and R.eps_high is None
     assert config.loss_type == "grpo" and R.aggregation == "sequence"        # 1/|o_i|, DeepSeekMath
     assert config.use_bias_correction_kl is R.kl_ratio is False
+    assert config.importance_sampling_level == R.ratio_level == "token"
     assert config.scale_rewards == "group" and R.advantage == "zscore" and R.clip
     assert config.lr_scheduler_type == "constant" and config.warmup_steps == 0
     assert config.weight_decay == 0 and config.max_grad_norm == 0          # Adam, no clipping: ours
@@ -39,7 +40,7 @@ def test_the_yaml_is_chapter_11s_recipe(tmp_path):
     assert set(asdict(R)) == {"model", "gguf_file", "gsm8k", "steps", "prompts", "G", "lr", "reuse",
                               "chunk_groups", "temperature", "max_new_tokens", "instruction", "seed",
                               "device", "out", "advantage", "clip", "eps_low", "eps_high", "beta",
-                              "kl_ratio", "aggregation"}, "a new recipe field: map it in the YAML"
+                              "kl_ratio", "aggregation", "ratio_level"}, "a new recipe field: map it in the YAML"
 
 
 def test_a_flag_overrides_the_file(tmp_path):

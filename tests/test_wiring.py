@@ -14,6 +14,7 @@ import torch
 from grpo import lander
 from grpo.toy import algos, lava
 from grpo.lander import trainers as lander_trainers
+from grpo.lm.eval import EvalConfig
 from grpo.objectives import grpo_advantages
 
 
@@ -237,7 +238,8 @@ def test_two_lm_grpo_iterations_are_the_autograd_reference(lm_setup, monkeypatch
     from grpo.lm import rl
     train, test, tok, model = lm_setup
     cfg = rl.RunConfig(iterations=2, prompts=3, G=4, max_new_tokens=12, lr=1e-2, warmup=5, beta=0.04,
-                       eval_every=10, eval_problems=1, eval_samples=1, eval_at_start=False, reward="short")
+                       evaluation=EvalConfig(every=10, problems=1, samples=1, at_start=False),
+                       reward="short")
     want = lm_reference(model, tok, train, cfg)
     got = rl.train_lm_grpo(copy.deepcopy(model), tok, train, test, cfg)["state"]
     assert _close(got, want, 1e-10)

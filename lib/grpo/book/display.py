@@ -31,15 +31,24 @@ def show_source(obj) -> None:
 
 
 def show_config(cfg) -> None:
-    """Print a config dataclass one field a line (a long repr scrolls off any page)."""
+    """Print a config dataclass one field a line (a long repr scrolls off any page); a field that
+    is itself a config (``RunConfig.evaluation``) is printed the same way, indented."""
     from dataclasses import fields, is_dataclass
-    if not is_dataclass(cfg):
+    if not is_dataclass(cfg) or isinstance(cfg, type):
         raise ValueError(f"show_config takes a dataclass instance, got {type(cfg).__name__}")
-    width = max(len(f.name) for f in fields(cfg))
-    print(f"{type(cfg).__name__}(")
-    for f in fields(cfg):
-        print(f"    {f.name:<{width}} = {getattr(cfg, f.name)!r},")
-    print(")")
+
+    def lines(c, indent):
+        width = max(len(f.name) for f in fields(c))
+        for f in fields(c):
+            value = getattr(c, f.name)
+            if is_dataclass(value) and not isinstance(value, type):
+                yield f"{indent}{f.name:<{width}} = {type(value).__name__}("
+                yield from lines(value, indent + "    ")
+                yield f"{indent}),"
+            else:
+                yield f"{indent}{f.name:<{width}} = {value!r},"
+
+    print("\n".join([f"{type(cfg).__name__}(", *lines(cfg, "    "), ")"]))
 
 
 def markdown_table(header, rows) -> Markdown:

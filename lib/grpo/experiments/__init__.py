@@ -31,8 +31,8 @@ A run's specification comes in three kinds, one word each; every class below is 
 
     config          a trainer's settings, frozen and checked at construction, stored as its fields
                     (so a stored run names what it ran): ``grpo.lm.rl.RunConfig`` (GRPO on our
-                    GPT; chapter 12's ``grpo.experiments.ch12_practice.failure_runs.RatioConfig``
-                    adds GSPO's ratio level), ``grpo.lm.hf.HFConfig`` (on a Hugging Face model),
+                    GPT, with what it measures in a part of its own, ``grpo.lm.eval.EvalConfig``),
+                    ``grpo.lm.hf.HFConfig`` (on a Hugging Face model),
                     ``grpo.lm.rl.EIConfig``, ``grpo.lm.train.SFTConfig``,
                     ``grpo.lander.ActorCriticConfig``,
                     ``grpo.lander.LanderGRPOConfig``, ``grpo.toy.algos.ReinforceConfig``,

@@ -7,19 +7,44 @@ verifier: a (problems, n) array of 0/1. ``score`` is the reward of one completio
 (the verifier, the strict verifier, or the length reward of the sanity check). ``outcomes`` gives
 the per-problem greedy and sampled outcomes that paired tests need (and, on request, whether every
 annotation of each sample is right); ``evaluate`` their means; ``pass_at_k`` the unbiased pass@k.
+``EvalConfig`` is what a training run measures and when, apart from how it trains.
 """
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import torch
 
 from grpo.seeding import seeded_generator
 
+from grpo import checks
+
 from .data import encode_problem
 from .model import sample
 from .verifier import check_annotations, reference_answer, reward, strict_reward
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    """What a training run (``RunConfig.evaluation``, ``EIConfig.evaluation``) measures on held-out
+    problems, and when; none of it changes the training."""
+    every: int = 20                    # evaluate every this many iterations, and after the last
+    problems: int = 500                # the first this many held-out problems
+    samples: int = 4                   # sampled completions per problem (pass@1 at temperature)
+    temperature: float = 0.7           # the sampled accuracy's T (chapter 7's 0.7)
+    at_start: bool = True              # also at iteration 0 (False: skip it; every run shares it)
+    final_samples: int = 0             # > 0: at the end, this many samples per problem (pass@k)
+    held_out: int = 0                  # > 0: at the end, outcomes on PROTOCOL.held_out(held_out)
+
+    def __post_init__(self):
+        """Every setting, at construction: a ValueError naming the field and its value."""
+        for name, low in (("every", 1), ("problems", 1), ("samples", 1), ("final_samples", 0),
+                          ("held_out", 0)):
+            checks.integer(f"EvalConfig.{name}", getattr(self, name), minimum=low)
+        checks.positive("EvalConfig.temperature", self.temperature)
+        checks.boolean("EvalConfig.at_start", self.at_start)
 
 
 def completions(model, tok, problems, n=1, temperature=None, generator=None, top_p=1.0,
@@ -133,5 +158,5 @@ def pass_at_k_per_problem(correct, k: int) -> np.ndarray:
     return np.array([1.0 - math.comb(n - int(ci), k) / math.comb(n, k) for ci in c])
 
 
-__all__ = ["completions", "rewards", "score", "outcomes", "evaluate", "pass_at_k",
+__all__ = ["EvalConfig", "completions", "rewards", "score", "outcomes", "evaluate", "pass_at_k",
            "pass_at_k_per_problem"]

@@ -68,6 +68,8 @@ class LossOptions:
     kl_ratio: bool = False             # weight k3 by the ratio (TRL's use_bias_correction_kl)
     # "sequence" (1/|o_i|) | "token" (DAPO) | "constant" (Dr. GRPO)
     aggregation: str = "sequence"
+    # "token" (one importance ratio per token) | "sequence" (GSPO: one per completion)
+    ratio_level: str = "token"
 
     def __post_init__(self):
         name = type(self).__name__
@@ -79,6 +81,7 @@ class LossOptions:
         checks.non_negative(f"{name}.beta", self.beta)
         checks.boolean(f"{name}.kl_ratio", self.kl_ratio)
         checks.choice(f"{name}.aggregation", self.aggregation, AGGREGATIONS)
+        checks.choice(f"{name}.ratio_level", self.ratio_level, RATIO_LEVELS)
 
     def loss_options(self) -> dict:
         """These fields as a dict: ``grpo_loss(..., **cfg.loss_options())``."""

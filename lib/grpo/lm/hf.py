@@ -52,8 +52,8 @@ INSTRUCTION = "Solve the problem step by step. End with a line '#### <number>'."
 class HFConfig(LossOptions):
     """A run's settings (``train_hf_grpo``'s, and the command line's: ``gsm8k`` and ``out`` are
     ``grpo.experiments.hf_cli``'s); the loss options (advantage, clip, eps_low, eps_high, beta,
-    kl_ratio, aggregation) are ``grpo.lm.grpo.LossOptions``'s, shared with ``RunConfig`` and
-    ``PRESETS``. kl_ratio stays off (DeepSeekMath's plain k3); TRL's equivalent,
+    kl_ratio, aggregation, ratio_level) are ``grpo.lm.grpo.LossOptions``'s, shared with
+    ``RunConfig`` and ``PRESETS``. kl_ratio stays off (DeepSeekMath's plain k3); TRL's equivalent,
     ``use_bias_correction_kl``, has its own default (chapter 12 reads it from the installed
     package)."""
     # a hub id (needs the network once), a local dir, or a name in GGUF_MODELS ("smollm2": from

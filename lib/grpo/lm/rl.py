@@ -30,7 +30,7 @@ from grpo import checks
 from grpo.seeding import seeded_generator
 
 from .data import PROTOCOL, encode_problem
-from .eval import completions, evaluate, outcomes, rewards, score
+from .eval import EvalConfig, completions, evaluate, outcomes, rewards, score
 from .grpo import LossOptions, dynamic_sampling, grpo_update
 from .model import DTYPE, completion_logprobs, sample
 from .verifier import random_rewards, reference_answer, reward, strict_reward
@@ -42,9 +42,9 @@ REWARDS = ("verifier", "strict", "short", "random")
 
 @dataclass(frozen=True)
 class RunConfig(LossOptions):
-    """The loop's settings; the loss's own (advantage, clip, eps_low, eps_high, beta, kl_ratio,
-    aggregation) come from ``grpo.lm.grpo.LossOptions``, and ``cfg.loss_options()`` passes
-    exactly those."""
+    """The loop's settings. The loss's own (advantage, clip, eps_low, eps_high, beta, kl_ratio,
+    aggregation, ratio_level) come from ``grpo.lm.grpo.LossOptions``, and ``cfg.loss_options()``
+    passes exactly those; what the run measures, and when, is ``evaluation`` (an ``EvalConfig``)."""
     iterations: int = 60
     prompts: int = 32                  # B: prompts per iteration
     G: int = 8                         # completions per prompt
@@ -58,36 +58,25 @@ class RunConfig(LossOptions):
     # "verifier" | "strict" (and every <<a=b>> right) | "short" (sanity)
     reward: str = "verifier"
     #                                    | "random": Bernoulli at the batch's verifier success rate
-    eval_every: int = 20
-    eval_problems: int = 500
-    eval_samples: int = 4              # sampled completions per held-out problem (pass@1 at T)
-    eval_temperature: float = 0.7      # the held-out sampled accuracy's T (chapter 7's 0.7)
-    eval_at_start: bool = True         # False: skip iteration 0's evaluation (every run shares it)
-    # > 0: at the end, this many samples per held-out problem (pass@k)
-    final_samples: int = 0
-    # > 0: at the end, per-problem outcomes on PROTOCOL.held_out(n)
-    held_out: int = 0
-    # > 0: practise on the first N training problems only, evaluate them
+    # > 0: practise on the first N training problems only, and evaluate them too
     train_pool: int = 0
-    # the checkpoint runstore.models.run_from_sft starts from: "worked" (chapter 7) | "answer_only"
-    answer_format: str = "worked"
+    evaluation: EvalConfig = EvalConfig()
     seed: int = 0
 
     def __post_init__(self):
         """Every setting, at construction: a ValueError naming the field and its value."""
         super().__post_init__()
         for name, low in (("iterations", 0), ("prompts", 1), ("G", 2), ("reuse", 1),
-                          ("eval_every", 1), ("eval_problems", 1), ("eval_samples", 1),
-                          ("max_new_tokens", 1), ("warmup", 0), ("final_samples", 0),
-                          ("held_out", 0), ("train_pool", 0), ("seed", 0)):
+                          ("max_new_tokens", 1), ("warmup", 0), ("train_pool", 0), ("seed", 0)):
             checks.integer(f"RunConfig.{name}", getattr(self, name), minimum=low)
-        for name in ("lr", "temperature", "eval_temperature"):
+        for name in ("lr", "temperature"):
             checks.positive(f"RunConfig.{name}", getattr(self, name))
         checks.optional(checks.positive, "RunConfig.grad_clip", self.grad_clip)
-        for name in ("dynamic_sampling", "eval_at_start"):
-            checks.boolean(f"RunConfig.{name}", getattr(self, name))
+        checks.boolean("RunConfig.dynamic_sampling", self.dynamic_sampling)
         checks.choice("RunConfig.reward", self.reward, REWARDS)
-        checks.choice("RunConfig.answer_format", self.answer_format, ("worked", "answer_only"))
+        if not isinstance(self.evaluation, EvalConfig):
+            raise ValueError("RunConfig.evaluation must be an EvalConfig, got "
+                             f"{type(self.evaluation).__name__}")
         if 0 < self.train_pool < self.prompts:
             raise ValueError("RunConfig.train_pool must be 0 (all) or >= prompts = "
                              f"{self.prompts}, got {self.train_pool}")
@@ -281,7 +270,7 @@ def train_lm_grpo(policy, tok, train: list[dict], test: list[dict], cfg: RunConf
     ref = copy.deepcopy(policy).eval().requires_grad_(False) if cfg.beta > 0 else None
     optimizer = lm_adam(policy.parameters(), cfg.lr)
     log, evals = {k: [] for k in LOG_KEYS}, {}
-    if cfg.eval_at_start:
+    if cfg.evaluation.at_start:
         _evaluate_into(evals, 0, policy, tok, train, test, cfg)
     for it in range(1, cfg.iterations + 1):
         optimizer.param_groups[0]["lr"] = warmed_up_lr(cfg.lr, it, cfg.warmup)
@@ -292,7 +281,7 @@ def train_lm_grpo(policy, tok, train: list[dict], test: list[dict], cfg: RunConf
         row = {"kl_mean": float("nan"), **stats, **draws.stats(), "iteration": it}
         for k in LOG_KEYS:
             log[k].append(row[k])
-        if it % cfg.eval_every == 0 or it == cfg.iterations:
+        if it % cfg.evaluation.every == 0 or it == cfg.iterations:
             _evaluate_into(evals, it, policy, tok, train, test, cfg)
         if progress is not None:
             progress(it, log, evals)
@@ -302,31 +291,31 @@ def train_lm_grpo(policy, tok, train: list[dict], test: list[dict], cfg: RunConf
 
 
 def _final_outcomes(policy, tok, test, cfg: RunConfig) -> dict:
-    """After training: ``final_correct``, ``cfg.final_samples`` samples per validation problem
-    (pass@k), and ``held_out``, per-problem outcomes on ``PROTOCOL.held_out(cfg.held_out)``; each
-    only when asked for."""
-    out = {}
-    if cfg.final_samples:
-        held_out = test[:cfg.eval_problems]
-        texts = completions(policy, tok, held_out, n=cfg.final_samples,
-                            temperature=cfg.eval_temperature,
+    """After training: ``final_correct``, ``final_samples`` samples per validation problem
+    (pass@k), and ``held_out``, per-problem outcomes on ``PROTOCOL.held_out(held_out)`` (both of
+    ``cfg.evaluation``); each only when asked for."""
+    out, ev = {}, cfg.evaluation
+    if ev.final_samples:
+        held_out = test[:ev.problems]
+        texts = completions(policy, tok, held_out, n=ev.final_samples, temperature=ev.temperature,
                             generator=seeded_generator(PROTOCOL.final_seed),
                             max_new_tokens=cfg.max_new_tokens)
         out["final_correct"] = rewards(held_out, texts)
-    if cfg.held_out:
-        out["held_out"] = outcomes(policy, tok, PROTOCOL.held_out(cfg.held_out), cfg.eval_samples,
-                                   cfg.eval_temperature, PROTOCOL.eval_seed, cfg.max_new_tokens)
+    if ev.held_out:
+        out["held_out"] = outcomes(policy, tok, PROTOCOL.held_out(ev.held_out), ev.samples,
+                                   ev.temperature, PROTOCOL.eval_seed, cfg.max_new_tokens)
     return out
 
 
 def _evaluate_into(evals, it, policy, tok, train, test, cfg) -> None:
     """Append iteration ``it``'s held-out greedy and sampled accuracy (and, with ``train_pool``, the
     practised problems' own) to ``evals``."""
-    sets = {"": test[:cfg.eval_problems], "pool_": train if cfg.train_pool else None}
+    ev = cfg.evaluation
+    sets = {"": test[:ev.problems], "pool_": train if getattr(cfg, "train_pool", 0) else None}
     evals.setdefault("iteration", []).append(it)
     for prefix, problems in sets.items():
         if problems is not None:
-            e = evaluate(policy, tok, problems, cfg.eval_samples, cfg.eval_temperature,
+            e = evaluate(policy, tok, problems, ev.samples, ev.temperature,
                          seed=PROTOCOL.eval_seed, max_new_tokens=cfg.max_new_tokens)
             for key in ("greedy", "sampled"):
                 evals.setdefault(prefix + key, []).append(e[key])
@@ -362,23 +351,27 @@ class EIConfig:
     # keep samples "verifier" marks right | "strict" (and every <<a=b>>)
     keep: str = "verifier"
     grad_clip: float = 1.0
-    eval_every: int = 40
-    eval_problems: int = 500
-    eval_samples: int = 4
-    eval_temperature: float = 0.7
+    # what it measures, and when: by default not at iteration 0; final_samples and held_out stay 0
+    evaluation: EvalConfig = EvalConfig(every=40, at_start=False)
     seed: int = 0
 
     def __post_init__(self):
         """Every setting, at construction: a ValueError naming the field and its value."""
         for name, low in (("iterations", 1), ("prompts", 1), ("G", 2), ("max_new_tokens", 1),
-                          ("warmup", 0), ("batch_size", 1), ("eval_every", 1), ("eval_problems", 1),
-                          ("eval_samples", 1), ("seed", 0)):
+                          ("warmup", 0), ("batch_size", 1), ("seed", 0)):
             checks.integer(f"EIConfig.{name}", getattr(self, name), minimum=low)
-        for name in ("lr", "temperature", "eval_temperature", "grad_clip"):
+        for name in ("lr", "temperature", "grad_clip"):
             checks.positive(f"EIConfig.{name}", getattr(self, name))
         checks.non_negative("EIConfig.weight_decay", self.weight_decay)
         check_betas("EIConfig.betas", self.betas)
         checks.choice("EIConfig.keep", self.keep, ("verifier", "strict"))
+        if not isinstance(self.evaluation, EvalConfig):
+            raise ValueError("EIConfig.evaluation must be an EvalConfig, got "
+                             f"{type(self.evaluation).__name__}")
+        for name in ("final_samples", "held_out"):
+            if getattr(self.evaluation, name):
+                raise ValueError(f"EIConfig.evaluation.{name} must be 0: expert iteration measures "
+                                 f"only along the way, got {getattr(self.evaluation, name)}")
 
 
 def expert_iteration(policy, tok, train: list[dict], test: list[dict], cfg: EIConfig) -> dict:
@@ -397,6 +390,9 @@ def expert_iteration(policy, tok, train: list[dict], test: list[dict], cfg: EICo
                              {"params": rest, "weight_decay": 0.0}], lr=cfg.lr, betas=cfg.betas)
     batching = SFTConfig(batch_size=cfg.batch_size)
     log, evals = {"iteration": [], "reward_mean": [], "kept": [], "loss_mean": []}, {}
+    if cfg.evaluation.at_start:
+        policy.eval()
+        _evaluate_into(evals, 0, policy, tok, train, test, cfg)
     for it in range(1, cfg.iterations + 1):
         for group in opt.param_groups:
             group["lr"] = warmed_up_lr(cfg.lr, it, cfg.warmup)
@@ -422,14 +418,9 @@ def expert_iteration(policy, tok, train: list[dict], test: list[dict], cfg: EICo
         for key, value in (("iteration", it), ("reward_mean", float(r.mean())), ("kept", len(kept)),
                            ("loss_mean", float(np.mean(losses)) if losses else float("nan"))):
             log[key].append(value)
-        if it % cfg.eval_every == 0 or it == cfg.iterations:
+        if it % cfg.evaluation.every == 0 or it == cfg.iterations:
             policy.eval()
-            e = evaluate(policy, tok, test[:cfg.eval_problems], cfg.eval_samples,
-                         cfg.eval_temperature, seed=PROTOCOL.eval_seed,
-                         max_new_tokens=cfg.max_new_tokens)
-            for key, value in (("iteration", it), ("greedy", e["greedy"]),
-                               ("sampled", e["sampled"])):
-                evals.setdefault(key, []).append(value)
+            _evaluate_into(evals, it, policy, tok, train, test, cfg)
     policy.eval()
     return {"config": asdict(cfg), "log": log, "evals": evals}
 

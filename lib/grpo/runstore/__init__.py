@@ -16,6 +16,7 @@ Per-problem outcomes are stored as strings of 0/1 characters (``bits``, read bac
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import time
@@ -59,6 +60,22 @@ def writable(path) -> Path:
     except ValueError:
         return path
     return path if os.environ.get(STORE_ENV) == "1" else SCRATCH_DIR / "runs" / inside
+
+
+def config_from_json(cls, fields: dict):
+    """A stored config back as its frozen dataclass ``cls``, from ``dataclasses.asdict``'s dict as
+    JSON kept it: lists back to tuples, and a field whose default is itself a dataclass (such as
+    ``RunConfig.evaluation``) rebuilt from its dict. Unknown or missing fields are ``cls``'s own
+    ``TypeError``; a ``fields`` that is not a dict is a ``ValueError``."""
+    if not dataclasses.is_dataclass(cls) or not isinstance(cls, type):
+        raise ValueError(f"cls must be a dataclass, got {cls!r}")
+    if not isinstance(fields, dict):
+        raise ValueError(f"fields must be a dict (asdict of a {cls.__name__}), got "
+                         f"{type(fields).__name__}")
+    nested = {f.name: type(f.default) for f in dataclasses.fields(cls)
+              if dataclasses.is_dataclass(f.default)}
+    return cls(**{k: config_from_json(nested[k], v) if k in nested and isinstance(v, dict)
+                  else tuple(v) if isinstance(v, list) else v for k, v in fields.items()})
 
 
 def runs_to_write(names, registry: dict, directory: Path, again: bool = False) -> list:
@@ -210,7 +227,7 @@ def command_line(module: str, doc: str, store: Callable, argv=None, *,
 
 
 __all__ = ["DATA_DIR", "RUNS_DIR", "SCRATCH_DIR", "STORE_ENV", "run_dir", "writable",
-           "runs_to_write", "write_json",
+           "config_from_json", "runs_to_write", "write_json",
            "write_json_rows", "write_weights",
            "read_weights", "write_arrays", "read_arrays", "read_json", "bits", "unbits",
            "cpu_timed", "STORED_TIME_KEYS", "is_timing", "without_timings", "cpu_split",

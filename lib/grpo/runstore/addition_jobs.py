@@ -28,14 +28,14 @@ import torch
 
 from grpo.lm.addition import (EVAL_SAMPLES, EVAL_SEED, EVAL_TEMPERATURE, MANY_PROBLEMS,
                               MAX_NEW_TOKENS, N_VAL, addition_tokenizer, make_addition_splits)
-from grpo.lm.eval import outcomes
+from grpo.lm.eval import EvalConfig, outcomes
 from grpo.lm.model import GPT, GPTConfig
 from grpo.lm.rl import RunConfig, train_lm_grpo
 from grpo.lm.tokenizer import Tokenizer
 from grpo.lm.train import SFTConfig, sft
 from grpo.pool import parallel_map
-from grpo.runstore import (read_arrays, read_json, run_dir, without_timings, writable,
-                           write_arrays, write_json)
+from grpo.runstore import (config_from_json, read_arrays, read_json, run_dir, without_timings,
+                           writable, write_arrays, write_json)
 
 # ----------------------------------------------------------------------------- chapter 9's runs
 
@@ -51,7 +51,7 @@ SFT_RECIPE = SFTConfig(steps=1500, batch_size=64, lr=1e-3, warmup=0, min_lr_frac
 # eps 0.2, one clipped update per batch, 20 iterations. lr is ours (the run does not give it).
 GRPO_RECIPE = RunConfig(iterations=20, prompts=48, G=8, lr=1e-4, warmup=0, temperature=0.7,
                         max_new_tokens=MAX_NEW_TOKENS, beta=0.08, eps_low=0.2, reuse=1,
-                        eval_every=5, eval_problems=N_VAL, eval_samples=1, eval_at_start=False)
+                        evaluation=EvalConfig(every=5, problems=N_VAL, samples=1, at_start=False))
 
 # The stored SFT run the starts come from, checked every 10 steps; the start levels are its first
 # checks to reach each validation greedy accuracy.
@@ -200,8 +200,7 @@ def job_from_spec(spec: dict) -> Job:
         kinds = {"RunConfig": RunConfig, "SFTConfig": SFTConfig}
         if cfg.get("type") not in kinds:
             raise ValueError(f"spec cfg type must be one of {list(kinds)}, got {cfg.get('type')!r}")
-        fields = {k: tuple(v) if isinstance(v, list) else v for k, v in cfg.items() if k != "type"}
-        cfg = kinds[spec["cfg"]["type"]](**fields)
+        cfg = config_from_json(kinds[cfg["type"]], {k: v for k, v in cfg.items() if k != "type"})
     return Job(spec["start"], cfg, spec["samples"], spec["many_samples"])
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import torch
 
-from grpo.lm.data import PROTOCOL, answer_only
+from grpo.lm.data import PROTOCOL
 from grpo.lm.model import load
 from grpo.lm.rl import RunConfig, continued_sft, train_lm_grpo
 from grpo.lm.tokenizer import Tokenizer
@@ -44,18 +44,14 @@ def load_sft(models_dir=MODELS_DIR, checkpoint=SFT_CHECKPOINT):
 
 
 def run_from_sft(cfg, sft_held_out: int = 0) -> dict:
-    """One run in this process, from a fresh copy of chapter 7's SFT checkpoint (or, with
-    ``answer_format="answer_only"``, its answer-only twin on answer-only problems): a ``RunConfig``
+    """One run in this process, from a fresh copy of chapter 7's SFT checkpoint: a ``RunConfig``
     is ``train_lm_grpo``, an ``SFTConfig`` ``continued_sft`` (scored on
     ``PROTOCOL.held_out(sft_held_out)`` when > 0). One torch thread."""
     if not isinstance(cfg, (RunConfig, SFTConfig)):
         raise ValueError(f"cfg must be a RunConfig or an SFTConfig, got {type(cfg).__name__}")
     torch.set_num_threads(1)
-    short = getattr(cfg, "answer_format", "worked") == "answer_only"
-    model, tok = load_sft(checkpoint=ANSWER_ONLY_CHECKPOINT if short else SFT_CHECKPOINT)
+    model, tok = load_sft()
     train, test = PROTOCOL.splits()
-    if short:
-        train, test = answer_only(train), answer_only(test)
     if isinstance(cfg, SFTConfig):
         return continued_sft(model, tok, train, test, cfg, held_out=sft_held_out)
     return train_lm_grpo(model, tok, train, test, cfg)

@@ -28,6 +28,7 @@ import numpy as np
 
 from grpo.files import json_ready
 from grpo.lm.data import HELD_OUT
+from grpo.lm.eval import EvalConfig
 from grpo.lm.rl import RunConfig
 from grpo.runstore.models import run_from_sft
 from grpo.lm.train import SFTConfig
@@ -44,10 +45,7 @@ MAIN = RunConfig(
     lr=5e-5,
     temperature=0.7,
     beta=0.04,
-    eval_every=20,
-    eval_at_start=False,
-    final_samples=8,
-    held_out=HELD_OUT,
+    evaluation=EvalConfig(every=20, at_start=False, final_samples=8, held_out=HELD_OUT),
 )
 SEEDS = (0, 1)
 # One GRPO run's CPU in SFT steps: a GRPO iteration's and an SFT step's CPU-seconds as make bench
@@ -66,7 +64,8 @@ CONTINUED_SFT = SFTConfig(
     seed=1,
 )
 # Zero iterations: chapter 7's checkpoint evaluated (and sampled 8 times a problem for pass@k).
-BASELINE = replace(MAIN, iterations=0, eval_at_start=True, held_out=0)
+BASELINE = replace(MAIN, iterations=0,
+                   evaluation=replace(MAIN.evaluation, at_start=True, held_out=0))
 WORKERS = 3  # three processes on two cores: the three long jobs run side by side
 WEIGHTS = "grpo_seed0.safetensors"
 

@@ -31,7 +31,7 @@ import numpy as np
 import torch
 
 from grpo.lm.data import HELD_OUT, PROTOCOL, step_count
-from grpo.lm.eval import outcomes
+from grpo.lm.eval import EvalConfig, outcomes
 from grpo.lm.model import save
 from grpo.lm.rl import EIConfig, RunConfig, expert_iteration, train_lm_grpo
 from grpo.lm.model import load
@@ -39,7 +39,7 @@ from grpo.lm.tokenizer import Tokenizer
 from grpo.lm.train import SFTConfig, sft
 from grpo.runstore.models import MODELS_DIR, SFT_CHECKPOINT, SFT_TOKENIZER, load_sft
 from grpo.pool import parallel_map
-from grpo.runstore import (bits, command_line, cpu_timed, read_json, run_dir,
+from grpo.runstore import (bits, command_line, config_from_json, cpu_timed, read_json, run_dir,
                            runs_to_write, unbits, without_timings, writable, write_json)
 
 RUN_FOLDER = run_dir("10_word_problems")
@@ -61,8 +61,8 @@ class LongRun:
     note: str = field(default="", compare=False)
 
 
-SWEEP = RunConfig(iterations=120, prompts=32, G=8, temperature=0.7, beta=0.04, eval_every=30,
-                  eval_at_start=False)
+SWEEP = RunConfig(iterations=120, prompts=32, G=8, temperature=0.7, beta=0.04,
+                  evaluation=EvalConfig(every=30, at_start=False))
 SWEEP_LRS = (5e-5, 1.5e-4, 3e-4)
 SEEDS = (0, 1)
 # Fixed before any run, so the variants run beside the sweep: its middle lr. Each variant changes
@@ -74,9 +74,9 @@ LONG_SFT = SFTConfig(steps=3000, batch_size=32, lr=3e-4, warmup=20, eval_every=5
                      eval_problems=200, seed=1)
 # GRPO from the long-SFT model: three lrs (one seed each), beside a random-reward arm at 5e-5.
 FROM_LONG_SFT_LRS: tuple = (1.5e-5, 5e-5, 1.5e-4)
-FROM_LONG_SFT = replace(SWEEP, iterations=40, eval_every=20, eval_at_start=True)
-PRACTICE = replace(SWEEP, iterations=60, lr=3e-4, beta=0.0, train_pool=64, eval_every=20,
-                   eval_at_start=True)
+FROM_LONG_SFT = replace(SWEEP, iterations=40, evaluation=EvalConfig(every=20))
+PRACTICE = replace(SWEEP, iterations=60, lr=3e-4, beta=0.0, train_pool=64,
+                   evaluation=EvalConfig(every=20))
 # Practice's SFT controls on the same 64 problems: at GRPO's CPU (the SFT steps a GRPO run's CPU
 # bought when the probe was designed, fixed since so the stored run stays the same), and at GRPO's
 # 30 passes over them (60 steps of 32).
@@ -249,9 +249,8 @@ _CONFIGS = {"grpo": RunConfig, "expert_iteration": EIConfig, "sft": SFTConfig}
 
 
 def stored_config(run: dict):
-    """A stored run's config, rebuilt as its dataclass (JSON keeps tuples as lists)."""
-    fields = {k: tuple(v) if isinstance(v, list) else v for k, v in run["config"].items()}
-    return _CONFIGS[run["kind"]](**fields)
+    """A stored run's config, rebuilt as its dataclass (``runstore.config_from_json``)."""
+    return config_from_json(_CONFIGS[run["kind"]], run["config"])
 
 
 def rerun(name: str, n: int = 2) -> dict:
@@ -263,12 +262,13 @@ def rerun(name: str, n: int = 2) -> dict:
     model, tok = start_model(spec)
     train, val = PROTOCOL.splits()
     if spec.kind == "grpo":
-        short = replace(cfg, iterations=n, eval_problems=1, eval_at_start=False, final_samples=0,
-                        held_out=0)
+        short = replace(cfg, iterations=n, evaluation=replace(
+            cfg.evaluation, problems=1, at_start=False, final_samples=0, held_out=0))
         log = train_lm_grpo(model, tok, train, val, short)["log"]
     elif spec.kind == "expert_iteration":
         log = expert_iteration(model, tok, train, val,
-                               replace(cfg, iterations=n, eval_problems=1))["log"]
+                               replace(cfg, iterations=n,
+                                       evaluation=replace(cfg.evaluation, problems=1)))["log"]
     elif spec.kind == "sft":
         if n > cfg.warmup:
             raise ValueError(f"replay SFT within its warm-up ({cfg.warmup} steps): after it, the "

@@ -26,7 +26,7 @@ instead.
 from __future__ import annotations
 
 import os
-from dataclasses import asdict, dataclass, replace
+from dataclasses import replace
 
 import numpy as np
 import torch
@@ -34,7 +34,7 @@ import torch
 from grpo import checks
 from grpo.lm.addition import addition_tokenizer
 from grpo.lm.data import PROTOCOL, encode_problem
-from grpo.lm.grpo import RATIO_LEVELS
+from grpo.lm.eval import EvalConfig
 from grpo.lm.model import sample
 from grpo.lm.rl import RunConfig, train_lm_grpo
 from grpo.lm.verifier import reward
@@ -64,20 +64,6 @@ RATIO_ARMS = {"token": ("token", {}), "sequence": ("sequence", {}),
 SAMPLES = 4               # sampled test outcomes per problem
 
 
-@dataclass(frozen=True)
-class RatioConfig(RunConfig):
-    """``RunConfig`` with GSPO's choice: ``ratio_level`` "token" (one importance ratio per token)
-    or "sequence" (one per completion), passed to ``grpo_loss`` with the other loss options."""
-    ratio_level: str = "token"
-
-    def __post_init__(self):
-        super().__post_init__()
-        checks.choice("RatioConfig.ratio_level", self.ratio_level, RATIO_LEVELS)
-
-    def loss_options(self) -> dict:
-        return {**super().loss_options(), "ratio_level": self.ratio_level}
-
-
 def addition_starts(retrain: bool = False) -> tuple[dict, dict, int, int]:
     """Chapter 9's stored SFT run: ``(val_greedy, starts, START, LOW)``, validation greedy accuracy
     by SFT step, the weights at each level's first check, and the two starts used here."""
@@ -100,8 +86,7 @@ def grids(start: int, low: int) -> dict:
                        for budget in (SHORT_BUDGET, R.max_new_tokens) for s in SEEDS],
         "dynamic": [job(low, None)] + [job(low, replace(R, dynamic_sampling=dyn, seed=s))
                                         for dyn in (False, True) for s in SEEDS],
-        "ratio_level": [job(start, RatioConfig(**{**asdict(R), "reuse": REUSE, "seed": s,
-                                                  **clip}, ratio_level=level))
+        "ratio_level": [job(start, replace(R, reuse=REUSE, seed=s, ratio_level=level, **clip))
                         for level, clip in RATIO_ARMS.values() for s in SEEDS],
     }
 
@@ -116,7 +101,7 @@ def stored_grid(name: str, jobs, starts: dict, retrain: bool = False) -> list[di
 # that 40 iterations move the model; one aggregation per run.
 AGGREGATIONS = {"grpo": "sequence", "dapo": "token", "dr_grpo": "constant"}   # TRL's loss_type
 WORD = RunConfig(iterations=40, prompts=16, G=8, lr=3e-4, temperature=0.7, beta=0.04,
-                 eval_every=10_000, eval_problems=1, eval_samples=1, eval_at_start=False)
+                 evaluation=EvalConfig(every=10_000, problems=1, samples=1, at_start=False))
 LENGTH_PROBLEMS, LENGTH_SAMPLES, LENGTH_SEED = 200, 4, 4321
 
 

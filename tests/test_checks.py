@@ -88,9 +88,9 @@ def test_the_lm_loss_refuses_a_bad_beta(value):
     logp = torch.zeros(4, 3, dtype=torch.float64)
     mask = torch.ones(4, 3)
     rewards = torch.tensor([[1.0, 0.0, 1.0, 0.0]], dtype=torch.float64)
-    grpo_loss(logp, logp, logp, mask, rewards, beta=0.04)         # the same call, a good beta
+    grpo_loss(logp, logp, logp, mask, rewards, LossOptions(beta=0.04))         # the same call, a good beta
     with pytest.raises(ValueError, match="beta"):
-        grpo_loss(logp, logp, logp, mask, rewards, beta=value)
+        grpo_loss(logp, logp, logp, mask, rewards, LossOptions(beta=value))
 
 
 def test_numpy_values_pass_where_python_values_do():

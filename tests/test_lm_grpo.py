@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from grpo.lm.grpo import PRESETS, LossOptions, dynamic_sampling, grpo_loss, grpo_update
+from loss_args import loss_args
 from grpo.lm.model import logprobs_at_temperature
 from grpo.objectives import group_advantages
 
@@ -75,7 +76,7 @@ def test_hand_computed_two_completions():
     logp_old = torch.tensor([[math.log(0.4)], [math.log(0.25)]], dtype=torch.float64)
     mask = torch.ones(2, 1, dtype=torch.bool)
     loss, stats = grpo_loss(logp, logp_old, None, mask, torch.tensor([[1.0, 0.0]], dtype=torch.float64),
-                            beta=0.0)
+                            LossOptions(beta=0.0))
     loss.backward()
     assert loss.item() == pytest.approx(-0.1 * A, abs=1e-15)
     assert logp.grad[:, 0].tolist() == pytest.approx([0.0, A / 2], abs=1e-15)
@@ -89,7 +90,7 @@ def test_hand_computed_kl_and_length_normalisation():
     mask = torch.tensor([[1, 1], [1, 0]])
     k3 = math.log(2) - 0.5
     loss, stats = grpo_loss(logp, logp.detach(), logp.detach() - math.log(2), mask,
-                            torch.tensor([[1.0, 0.0]], dtype=torch.float64), beta=0.5)
+                            torch.tensor([[1.0, 0.0]], dtype=torch.float64), LossOptions(beta=0.5))
     loss.backward()
     assert loss.item() == pytest.approx(0.5 * k3, abs=1e-15)
     assert stats["kl_mean"] == pytest.approx(k3, abs=1e-15)
@@ -113,7 +114,7 @@ def test_loss_and_gradient_match_the_equation(options):
     closed-form gradient -w_i [rho A_i (unclipped tokens only) - beta (1 - pi_ref/pi_theta)], the
     KL part being d(rho k3) = rho (k3 + 1 - pi_ref/pi_theta) with kl_ratio."""
     logp, logp_old, logp_ref, mask, rewards = random_batch()
-    loss, stats = grpo_loss(logp, logp_old, logp_ref, mask, rewards, **options)
+    loss, stats = grpo_loss(logp, logp_old, logp_ref, mask, rewards, **loss_args(options))
     assert loss.item() == pytest.approx(reference_loss(logp, logp_old, logp_ref, mask, rewards, **options),
                                         abs=1e-12)
     loss.backward()
@@ -164,7 +165,7 @@ def test_zscore_advantages_are_standardised_and_ignore_the_reward_scale():
 def test_all_degenerate_batch_gives_zero_loss_and_zero_gradient_without_kl():
     logp, logp_old, logp_ref, mask, _ = random_batch()
     rewards = torch.tensor([[1.0] * 4, [0.0] * 4, [1.0] * 4], dtype=torch.float64)
-    loss, stats = grpo_loss(logp, logp_old, logp_ref, mask, rewards, beta=0.0)
+    loss, stats = grpo_loss(logp, logp_old, logp_ref, mask, rewards, LossOptions(beta=0.0))
     loss.backward()
     assert loss.item() == 0.0 and (logp.grad == 0).all()
     assert stats["degenerate_fraction"] == 1.0 and stats["clip_fraction"] == 0.0
@@ -175,7 +176,7 @@ def test_all_degenerate_batch_gives_zero_loss_and_zero_gradient_without_kl():
 
 def loss_of(batch, **options):
     logp, logp_old, logp_ref, mask, rewards = batch
-    return grpo_loss(logp, logp_old, logp_ref, mask, rewards, **options)
+    return grpo_loss(logp, logp_old, logp_ref, mask, rewards, **loss_args(options))
 
 
 def test_no_std_divides_nothing_and_no_baseline_is_the_raw_reward():
@@ -225,13 +226,14 @@ def test_aggregations_agree_when_lengths_agree_and_differ_when_they_do_not():
     logp, logp_old, logp_ref, _, rewards = random_batch(T=5)
     full = torch.ones(logp.shape, dtype=torch.bool)
     seq = grpo_loss(logp, logp_old, logp_ref, full, rewards)[0].item()
-    assert grpo_loss(logp, logp_old, logp_ref, full, rewards, aggregation="token")[0].item() == \
+    assert grpo_loss(logp, logp_old, logp_ref, full, rewards, LossOptions(aggregation="token"))[0].item() == \
         pytest.approx(seq, abs=1e-15)
-    assert grpo_loss(logp, logp_old, logp_ref, full, rewards, aggregation="constant",
+    constant = LossOptions(aggregation="constant")
+    assert grpo_loss(logp, logp_old, logp_ref, full, rewards, constant,
                      max_tokens=5)[0].item() == pytest.approx(seq, abs=1e-15)
     with pytest.raises(ValueError, match="needs max_tokens"):       # no silent padded-width default
-        grpo_loss(logp, logp_old, logp_ref, full, rewards, aggregation="constant")
-    assert grpo_loss(logp, logp_old, logp_ref, full, rewards, aggregation="constant",
+        grpo_loss(logp, logp_old, logp_ref, full, rewards, LossOptions(aggregation="constant"))
+    assert grpo_loss(logp, logp_old, logp_ref, full, rewards, constant,
                      max_tokens=10)[0].item() == pytest.approx(seq / 2, abs=1e-15)
     batch = random_batch(T=5)                               # ragged lengths
     assert loss_of(batch)[0].item() != pytest.approx(loss_of(batch, aggregation="token")[0].item())
@@ -247,7 +249,7 @@ def test_every_preset_is_a_complete_set_of_loss_options():
         assert set(options) == {"advantage", "clip", "eps_low", "eps_high", "beta", "kl_ratio",
                                 "aggregation", "ratio_level"}, name
         budget = {"max_tokens": logp.shape[1]} if preset.aggregation == "constant" else {}
-        loss, _ = grpo_loss(logp, logp_old, logp_ref, mask, rewards, **options, **budget)
+        loss, _ = grpo_loss(logp, logp_old, logp_ref, mask, rewards, **loss_args({**options, **budget}))
         assert torch.isfinite(loss), name
 
 
@@ -262,7 +264,7 @@ def test_stats():
     assert stats["entropy_mean"] == pytest.approx(((entropy * m).sum() / m.sum()).item())
     k3 = torch.exp(logp_ref - logp.detach()) - (logp_ref - logp.detach()) - 1
     assert stats["kl_mean"] == pytest.approx(((k3 * m).sum() / m.sum()).item())
-    assert set(grpo_loss(logp, logp_old, None, mask, rewards, beta=0.0)[1]) == \
+    assert set(grpo_loss(logp, logp_old, None, mask, rewards, LossOptions(beta=0.0))[1]) == \
         {"reward_mean", "degenerate_fraction", "clip_fraction", "completion_length_mean"}
 
 
@@ -324,7 +326,7 @@ def test_grpo_update_once_is_one_adam_step_on_the_loss_with_pi_old_its_own_start
     stats = grpo_update(logprobs, torch.optim.Adam([logits], lr=0.1), mask, rewards, beta=0.0)
     optimizer = torch.optim.Adam([twin], lr=0.1)
     logp, _ = logprobs(weights=twin)
-    loss, _ = grpo_loss(logp, logp.detach(), None, mask, rewards, beta=0.0)
+    loss, _ = grpo_loss(logp, logp.detach(), None, mask, rewards, LossOptions(beta=0.0))
     loss.backward()
     optimizer.step()
     assert torch.equal(logits, twin) and stats["loss"] == loss.item()
@@ -416,7 +418,7 @@ def test_bad_input():
         args = {**ok, **{k: v for k, v in changes.items() if k in ok}}
         options = {k: v for k, v in changes.items() if k not in ok}
         return grpo_loss(args["logp"], args["logp_old"], args["logp_ref"], args["mask"],
-                         args["rewards"], **options)
+                         args["rewards"], **loss_args(options))
 
     with pytest.raises(ValueError, match="G >= 2"):
         call(rewards=torch.ones(12, 1, dtype=torch.float64))
@@ -490,7 +492,7 @@ def test_sequence_level_ratio_gradient_is_gspos_by_hand():
     mask = torch.arange(T)[None] < torch.randint(1, T + 1, (B * G, 1), generator=g)
     rewards = torch.tensor([[1.0, 0, 0, 1], [0, 0, 1, 1], [1, 0, 1, 1]], dtype=torch.float64)
     x = logp.clone().requires_grad_()
-    loss, stats = grpo_loss(x, logp_old, None, mask, rewards, beta=0.0, ratio_level="sequence")
+    loss, stats = grpo_loss(x, logp_old, None, mask, rewards, LossOptions(beta=0.0, ratio_level="sequence"))
     loss.backward()
     m = mask.double()
     n = m.sum(1)
@@ -502,4 +504,18 @@ def test_sequence_level_ratio_gradient_is_gspos_by_hand():
     torch.testing.assert_close(x.grad, by_hand, rtol=0, atol=1e-15)
     assert stats["clip_fraction"] == pytest.approx(clipped.double().mean().item())
     with pytest.raises(ValueError, match="ratio_level"):
-        grpo_loss(logp, logp_old, None, mask, rewards, beta=0.0, ratio_level="completion")
+        grpo_loss(logp, logp_old, None, mask, rewards, LossOptions(beta=0.0, ratio_level="completion"))
+
+
+def test_the_options_are_one_checked_object():
+    """grpo_loss takes its options as a LossOptions (or a config extending it), never loose words:
+    a dict is refused by name, and a bad option fails when the options are made."""
+    logp, logp_old, logp_ref, mask, rewards = random_batch()
+    with pytest.raises(ValueError, match="options must be a LossOptions"):
+        grpo_loss(logp, logp_old, logp_ref, mask, rewards, {"beta": 0.0})
+    with pytest.raises(ValueError, match="LossOptions.aggregation"):
+        LossOptions(aggregation="mean")
+    from grpo.lm.rl import RunConfig
+    by_config = grpo_loss(logp, logp_old, logp_ref, mask, rewards, RunConfig(beta=0.1))[0]
+    assert by_config.item() == grpo_loss(logp, logp_old, logp_ref, mask, rewards,
+                                         LossOptions(beta=0.1))[0].item()

@@ -21,7 +21,8 @@ import torch  # noqa: E402
 datasets = pytest.importorskip("datasets")
 trl = pytest.importorskip("trl")
 
-from grpo.lm.grpo import PRESETS, grpo_loss  # noqa: E402
+from grpo.lm.grpo import PRESETS, LossOptions, grpo_loss  # noqa: E402
+from loss_args import loss_args  # noqa: E402
 from grpo.objectives import group_advantages  # noqa: E402
 from grpo.lm import data, verifier  # noqa: E402
 from grpo.lm.hf import chat_prompt_text, trl_dataset, trl_reward  # noqa: E402
@@ -106,7 +107,7 @@ def test_loss_and_gradient_equal_trls(trainer, loss_type, options, seed):
     logp, logp_old, logp_ref, mask, rewards = batch(seed)
     ours_logp = logp.clone().requires_grad_()
     theirs_logp = logp.clone().requires_grad_()
-    ours, stats = grpo_loss(ours_logp, logp_old, logp_ref, mask, rewards, **options)
+    ours, stats = grpo_loss(ours_logp, logp_old, logp_ref, mask, rewards, **loss_args(options))
     eps_high = options["eps_low"] if options["eps_high"] is None else options["eps_high"]
     advantages = group_advantages(rewards, options["advantage"]).flatten()
     theirs = trl_loss(trainer, theirs_logp, logp_old, logp_ref, mask, advantages, loss_type,
@@ -124,7 +125,7 @@ def test_loss_and_gradient_equal_trls(trainer, loss_type, options, seed):
 def test_parity_would_catch_a_wrong_setting(trainer):
     """The same comparison fails when one TRL knob differs: clip-higher's eps_high, or the beta."""
     logp, logp_old, logp_ref, mask, rewards = batch(0)
-    ours, _ = grpo_loss(logp, logp_old, logp_ref, mask, rewards, **{**OPT["dapo"], "beta": 0.04})
+    ours, _ = grpo_loss(logp, logp_old, logp_ref, mask, rewards, **loss_args({**OPT["dapo"], "beta": 0.04}))
     advantages = group_advantages(rewards).flatten()
     symmetric = trl_loss(trainer, logp, logp_old, logp_ref, mask, advantages, "dapo", 0.2, 0.2, 0.04)
     no_kl = trl_loss(trainer, logp, logp_old, logp_ref, mask, advantages, "dapo", 0.2, 0.28, 0.0)
@@ -136,7 +137,7 @@ def test_parity_would_catch_a_wrong_setting(trainer):
 def test_parity_in_float32(trainer):
     logp, logp_old, logp_ref, mask, rewards = batch(2, dtype=torch.float32)
     for loss_type, options in CASES[:3]:
-        ours, _ = grpo_loss(logp, logp_old, logp_ref, mask, rewards, **options)
+        ours, _ = grpo_loss(logp, logp_old, logp_ref, mask, rewards, **loss_args(options))
         eps_high = options["eps_low"] if options["eps_high"] is None else options["eps_high"]
         theirs = trl_loss(trainer, logp, logp_old, logp_ref, mask,
                           group_advantages(rewards, options["advantage"]).flatten(), loss_type,
@@ -160,14 +161,14 @@ def test_kl_ratio_equals_trls_default_bias_corrected_kl(trainer, loss_type, opti
         trainer.args.use_bias_correction_kl = False
     theirs.backward()
     x = logp.clone().requires_grad_()
-    ours, _ = grpo_loss(x, logp_old, logp_ref, mask, rewards, **{**options, "kl_ratio": True})
+    ours, _ = grpo_loss(x, logp_old, logp_ref, mask, rewards, **loss_args({**options, "kl_ratio": True}))
     ours.backward()
     assert abs(ours.item() - theirs.item()) < PARITY_TOL
     assert (x.grad - y.grad).abs().max().item() < PARITY_TOL
     z = logp.clone().requires_grad_()                     # on-policy the value is the same,
-    plain, _ = grpo_loss(z, logp, logp_ref, mask, rewards, **options)
+    plain, _ = grpo_loss(z, logp, logp_ref, mask, rewards, **loss_args(options))
     w = logp.clone().requires_grad_()
-    weighted, _ = grpo_loss(w, logp, logp_ref, mask, rewards, **{**options, "kl_ratio": True})
+    weighted, _ = grpo_loss(w, logp, logp_ref, mask, rewards, **loss_args({**options, "kl_ratio": True}))
     plain.backward()
     weighted.backward()
     assert abs(plain.item() - weighted.item()) < PARITY_TOL
@@ -200,14 +201,15 @@ def test_sequence_level_ratio_equals_trls_gspo(trainer, loss_type, options, bias
         trainer.importance_sampling_level, trainer.args.use_bias_correction_kl = "token", False
     x = logp.clone().requires_grad_()
     ours, stats = grpo_loss(x, logp_old, logp_ref, mask, rewards,
-                            **{**options, "kl_ratio": bias_corrected, "ratio_level": "sequence"})
+                            **loss_args({**options, "kl_ratio": bias_corrected, "ratio_level": "sequence"}))
     ours.backward()
     theirs.backward()
     assert abs(ours.item() - theirs.item()) < PARITY_TOL
     assert (x.grad - y.grad).abs().max().item() < PARITY_TOL
     assert 0 < stats["clip_fraction"] < 1                 # some completions clipped, not all
     assert stats["clip_fraction"] == pytest.approx(trainer._metrics["train"]["clip_ratio/region_mean"][-1])
-    token, _ = grpo_loss(logp, logp_old, logp_ref, mask, rewards, **{**options, "kl_ratio": bias_corrected})
+    token, _ = grpo_loss(logp, logp_old, logp_ref, mask, rewards,
+                         **loss_args({**options, "kl_ratio": bias_corrected}))
     assert abs(token.item() - ours.item()) > 1e-6         # off-policy, the two ratios differ
 
 
@@ -293,12 +295,13 @@ def test_chapter_12s_loss_at_ratio_1_is_what_trl_logs(trainer):
     rewards = torch.tensor([[1.0, 0.0]], dtype=torch.float64)
     logged = {}
     for loss_type, aggregation in AGGREGATIONS.items():
-        ours = grpo_loss(logp, logp, None, mask, rewards, advantage="trl", beta=0.0,
-                         aggregation=aggregation, max_tokens=50)[0].item()
+        ours = grpo_loss(logp, logp, None, mask, rewards,
+                         LossOptions(advantage="trl", beta=0.0, aggregation=aggregation),
+                         max_tokens=50)[0].item()
         theirs = trl_loss(trainer, logp.clone().requires_grad_(), logp, None, mask,
                           group_advantages(rewards, "trl").flatten(), loss_type, 0.2, 0.2, 0.0, 50)
         assert abs(ours - theirs.item()) < PARITY_TOL
-        book = grpo_loss(logp, logp, None, mask, rewards, beta=0.0, aggregation=aggregation,
+        book = grpo_loss(logp, logp, None, mask, rewards, LossOptions(beta=0.0, aggregation=aggregation),
                          max_tokens=50)[0].item()
         logged[loss_type] = (round(ours, 3), round(book, 3))
     assert logged == {"grpo": (0.0, 0.0), "dapo": (0.471, 0.667), "dr_grpo": (0.283, 0.4)}

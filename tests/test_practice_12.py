@@ -68,8 +68,8 @@ def test_the_ratio_level_reaches_the_loss():
     logp_old = -torch.rand(4, 3, dtype=torch.float64)
     logp = logp_old + 0.3 * torch.randn(4, 3, dtype=torch.float64)
     mask, rewards = torch.ones(4, 3), torch.tensor([[1.0, 0.0], [0.0, 1.0]], dtype=torch.float64)
-    loss = {level: grpo_loss(logp, logp_old, None, mask, rewards,
-                             **RunConfig(beta=0.0, ratio_level=level).loss_options())[0]
+    loss = {level: grpo_loss(logp, logp_old, None, mask, rewards,      # a RunConfig is a LossOptions
+                             RunConfig(beta=0.0, ratio_level=level))[0]
             for level in ("token", "sequence")}
     assert not torch.isclose(loss["token"], loss["sequence"])
 

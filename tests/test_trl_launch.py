@@ -40,7 +40,8 @@ def test_the_yaml_is_chapter_11s_recipe(tmp_path):
     assert set(asdict(R)) == {"model", "gguf_file", "gsm8k", "steps", "prompts", "G", "lr", "reuse",
                               "chunk_groups", "temperature", "max_new_tokens", "instruction", "seed",
                               "device", "out", "advantage", "clip", "eps_low", "eps_high", "beta",
-                              "kl_ratio", "aggregation", "ratio_level"}, "a new recipe field: map it in the YAML"
+                              "kl_ratio", "aggregation", "ratio_level"}, \
+        "a new recipe field: map it in the YAML"
 
 
 def test_a_flag_overrides_the_file(tmp_path):

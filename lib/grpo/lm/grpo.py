@@ -18,7 +18,7 @@ k3 term penalises (to the reference at T, rather than at 1). ``grpo_loss`` turns
 It reuses the book's one home for each idea: the group advantages are
 ``grpo.objectives.group_advantages`` (chapter 4's z-score, batched: all-equal groups give exactly
 0), the clip is ``grpo.surrogate.clipped_surrogate`` (chapter 6) and the KL is ``grpo.kl.kl_k3``
-(chapter 5). The variants are parameters:
+(chapter 5). The variants are the fields of ``LossOptions``, its one options argument:
 
 - ``advantage``: "zscore" (DeepSeekMath), "center" (r - mean r, no std: Dr. GRPO), "rloo" (the
   leave-one-out baseline), "raw" (r: no baseline at all), "trl" (TRL's z-score: the unbiased std
@@ -55,10 +55,10 @@ RATIO_LEVELS = ("token", "sequence")
 
 @dataclass(frozen=True)
 class LossOptions:
-    """``grpo_loss``'s options in one frozen place: ``PRESETS`` are instances, and ``RunConfig``
-    (our GPT) and ``HFConfig`` (Hugging Face models) extend it. ``loss_options()`` gives exactly
-    these fields as a dict, so ``grpo_loss(..., **cfg.loss_options())`` passes a config's loss
-    options and nothing else."""
+    """Every one of ``grpo_loss``'s options, in one frozen place: ``PRESETS`` are instances, and
+    ``RunConfig`` (our GPT) and ``HFConfig`` (Hugging Face models) extend it, so
+    ``grpo_loss(..., cfg)`` reads a config's loss options. ``loss_options()`` gives exactly these
+    fields as a dict (``grpo_update(..., **cfg.loss_options())``, a table of presets)."""
     # "zscore" | "center" (no std) | "rloo" (leave-one-out) | "raw"
     advantage: str = "zscore"
     clip: bool = True
@@ -84,7 +84,7 @@ class LossOptions:
         checks.choice(f"{name}.ratio_level", self.ratio_level, RATIO_LEVELS)
 
     def loss_options(self) -> dict:
-        """These fields as a dict: ``grpo_loss(..., **cfg.loss_options())``."""
+        """These fields as a dict: ``grpo_update(..., **cfg.loss_options())``."""
         return {f.name: getattr(self, f.name) for f in fields(LossOptions)}
 
 
@@ -106,50 +106,52 @@ PRESETS = {
 
 
 
-def grpo_loss(logp, logp_old, logp_ref, mask, rewards, *, advantage: str = "zscore",
-              clip: bool = True, eps_low: float = 0.2, eps_high: float | None = None,
-              beta: float = 0.04, kl_ratio: bool = False, aggregation: str = "sequence",
-              max_tokens: int | None = None, entropy=None, ratio_level: str = "token"):
+def grpo_loss(logp, logp_old, logp_ref, mask, rewards, options: LossOptions = LossOptions(), *,
+              max_tokens: int | None = None, entropy=None):
     """GRPO's loss on B groups of G completions, and what to log.
 
     logp, logp_old, logp_ref: (B*G, T) token log-probs at the sampling temperature (logp_ref may be
-    None when beta = 0); mask: (B*G, T), 1 on completion tokens; rewards: (B, G); entropy: optional
-    (B*G, T) per-token entropy, only logged. ``max_tokens``: the constant of aggregation="constant"
-    (the generation budget; required there). ``ratio_level``: "token" (one ratio per token, as in
-    DeepSeekMath and PPO) or "sequence" (GSPO, Zheng et al. 2025: one ratio per completion,
-    s_i = exp(mean_t log rho_it), clipped once; TRL's ``importance_sampling_level="sequence"``,
-    whose k3 weighting under ``kl_ratio`` is s_i too). Returns ``(loss, stats)``.
+    None when beta = 0); mask: (B*G, T), 1 on completion tokens; rewards: (B, G); ``options``: a
+    ``LossOptions`` (or a config that extends it, such as ``RunConfig``), DeepSeekMath's by default;
+    entropy: optional (B*G, T) per-token entropy, only logged. ``max_tokens``: the constant of
+    aggregation="constant" (the generation budget; required there). ``options.ratio_level``:
+    "token" (one ratio per token, as in DeepSeekMath and PPO) or "sequence" (GSPO, Zheng et al.
+    2025: one ratio per completion, s_i = exp(mean_t log rho_it), clipped once; TRL's
+    ``importance_sampling_level="sequence"``, whose k3 weighting under ``kl_ratio`` is s_i too).
+    Returns ``(loss, stats)``.
     """
-    B, G, N = _check_loss_inputs(logp, logp_old, logp_ref, mask, rewards, beta, aggregation,
-                                 max_tokens, entropy)
-    checks.choice("ratio_level", ratio_level, RATIO_LEVELS)
+    if not isinstance(options, LossOptions):
+        raise ValueError("options must be a LossOptions (grpo.lm.grpo.LossOptions(beta=..., ...)), "
+                         f"got {type(options).__name__}")
+    B, G, N = _check_loss_inputs(logp, logp_old, logp_ref, mask, rewards, options.beta,
+                                 options.aggregation, max_tokens, entropy)
     m = mask.to(logp.dtype)
     lengths = m.sum(1)                                                     # |o_i|
 
     # 1. One advantage per completion, shared by all its tokens.
-    adv = group_advantages(rewards, advantage).to(logp).reshape(N, 1)
+    adv = group_advantages(rewards, options.advantage).to(logp).reshape(N, 1)
 
     # 2. The ratio to the sampling policy, clipped as in PPO (chapter 6) or not: per token, or
     #    (GSPO) per completion, from the mean of its tokens' log-ratios, shared by all its tokens.
-    if ratio_level == "token":
+    if options.ratio_level == "token":
         new, old = logp, logp_old
     else:
         log_ratio = ((logp - logp_old) * m).sum(1, keepdim=True) / lengths[:, None]
         new, old = log_ratio.expand_as(logp), torch.zeros_like(logp)
-    if clip:
-        surrogate, clipped = clipped_surrogate(new, old, adv, eps_low, eps_high)
+    if options.clip:
+        surrogate, clipped = clipped_surrogate(new, old, adv, options.eps_low, options.eps_high)
     else:
         surrogate, clipped = torch.exp(new - old) * adv, torch.zeros_like(mask, dtype=bool)
 
     # 3. k3 KL to the frozen reference, per token, inside the loss (chapter 5).
     kl = kl_k3(logp, logp_ref) if logp_ref is not None else torch.zeros_like(logp)
-    kl_term = kl * torch.exp(new - old) if kl_ratio else kl
-    per_token = -(surrogate - beta * kl_term)
+    kl_term = kl * torch.exp(new - old) if options.kl_ratio else kl
+    per_token = -(surrogate - options.beta * kl_term)
 
     # 4. Average: per completion then over completions, over all tokens, or by a constant.
-    if aggregation == "sequence":
+    if options.aggregation == "sequence":
         loss = ((per_token * m).sum(1) / lengths).mean()
-    elif aggregation == "token":
+    elif options.aggregation == "token":
         loss = (per_token * m).sum() / lengths.sum()
     else:
         loss = (per_token * m).sum() / (N * max_tokens)
@@ -160,7 +162,7 @@ def grpo_loss(logp, logp_old, logp_ref, mask, rewards, *, advantage: str = "zsco
             "reward_mean": float(r.mean()),
             "degenerate_fraction": float((r == r[:, :1]).all(1).double().mean()),
             # the share of tokens clipped; at the sequence level, of completions (TRL's metric)
-            "clip_fraction": float(clipped[:, 0].to(m).mean()) if ratio_level == "sequence"
+            "clip_fraction": float(clipped[:, 0].to(m).mean()) if options.ratio_level == "sequence"
             else float((clipped.to(m) * m).sum() / lengths.sum()),
             "completion_length_mean": float(lengths.mean()),
         }
@@ -183,8 +185,11 @@ def grpo_update(logprobs, optimizer, mask, rewards, logp_old=None, logp_ref=None
     ratio moves away from 1 and the clip can engage. ``chunk_groups`` (default: all) groups go
     through each forward/backward, and the gradients add up to exactly the whole batch's: a large
     vocabulary's logits then fit in memory. ``max_grad_norm`` clips the gradient's global norm
-    before each step (TRL's ``max_grad_norm`` does the same).
+    before each step (TRL's ``max_grad_norm`` does the same). ``options``: ``LossOptions``' fields
+    by name (``**cfg.loss_options()``), and ``max_tokens``, both passed on to ``grpo_loss``.
     """
+    max_tokens = options.pop("max_tokens", None)
+    loss_options = LossOptions(**options)
     B, G = _check_rewards(rewards).shape
     N = B * G
     if not (isinstance(reuse, int) and reuse >= 1):
@@ -206,15 +211,15 @@ def grpo_update(logprobs, optimizer, mask, rewards, logp_old=None, logp_ref=None
             logp, entropy = out if isinstance(out, tuple) else (out, None)
             old[j] = logp.detach() if old[j] is None else old[j]
             loss, stats = grpo_loss(logp, old[j], None if logp_ref is None else logp_ref[c],
-                                    mask[c], rewards[c.start // G:c.stop // G],
-                                    entropy=None if entropy is None else entropy.detach(),
-                                    **options)
+                                    mask[c], rewards[c.start // G:c.stop // G], loss_options,
+                                    max_tokens=max_tokens,
+                                    entropy=None if entropy is None else entropy.detach())
             # each chunk's share of the whole batch's average: its tokens, or its completions
             by_tokens = float(mask[c].sum() / tokens)
             by_rows = (c.stop - c.start) / N
-            share = by_tokens if options.get("aggregation") == "token" else by_rows
+            share = by_tokens if loss_options.aggregation == "token" else by_rows
             (loss * share).backward()
-            per_sequence = options.get("ratio_level") == "sequence"   # GSPO clips completions
+            per_sequence = loss_options.ratio_level == "sequence"   # GSPO clips completions
             weights = {"loss": share, "clip_fraction": by_rows if per_sequence else by_tokens,
                        "kl_mean": by_tokens, "entropy_mean": by_tokens}  # the rest: per completion
             for key, value in {"loss": loss.item(), **stats}.items():

@@ -332,3 +332,23 @@ def test_the_random_reward_ignores_the_answer(setup, monkeypatch):
     assert abs(paid.mean() - right.mean()) < 0.08
     assert abs(paid[right == 1].mean() - paid[right == 0].mean()) < 0.12
     assert not torch.equal(paid, right)
+
+
+def test_the_continued_sft_control_is_evaluated_by_its_evaluation_config(setup, monkeypatch):
+    from grpo.lm import rl
+    train, test, tok = setup
+    monkeypatch.setattr(rl, "PROTOCOL", type("P", (), {"held_out": lambda self, n: test[:n], "eval_seed": 1,
+                                                       "final_seed": 2})())
+    model = tiny_model(tok)
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    out = rl.continued_sft(model, tok, train, test, SFTConfig(steps=2, batch_size=4, eval_every=10_000),
+                           EvalConfig(problems=3, samples=2, held_out=4))
+    assert len(out["history"]["loss"]) == 2
+    assert any(not torch.equal(before[k], v) for k, v in model.state_dict().items())
+    assert out["held_out"]["greedy"].shape == (4,) and out["held_out"]["sampled"].shape == (4, 2)
+    assert set(out["evals"]) >= {"greedy", "sampled"}
+    plain = rl.continued_sft(tiny_model(tok), tok, train, test, SFTConfig(steps=1, batch_size=4),
+                             EvalConfig(problems=3, samples=1))
+    assert "held_out" not in plain
+    with pytest.raises(ValueError, match="evaluation must be an EvalConfig"):
+        rl.continued_sft(model, tok, train, test, SFTConfig(steps=1), {"held_out": 4})

@@ -321,16 +321,20 @@ def _evaluate_into(evals, it, policy, tok, train, test, cfg) -> None:
                 evals.setdefault(prefix + key, []).append(e[key])
 
 
-def continued_sft(model, tok, train, test, cfg: SFTConfig, eval_problems: int = 500,
-                  eval_samples: int = 4, eval_temperature: float = 0.7, held_out: int = 0) -> dict:
-    """The control: more SFT from the same checkpoint, evaluated as ``train_lm_grpo`` evaluates
-    (with ``held_out``, also its per-problem outcomes on ``PROTOCOL.held_out(held_out)``)."""
+def continued_sft(model, tok, train, test, cfg: SFTConfig,
+                  evaluation: EvalConfig = EvalConfig()) -> dict:
+    """The control: more SFT from the same checkpoint, then evaluated once as ``train_lm_grpo``
+    evaluates (``evaluation``'s problems, samples and temperature; with ``evaluation.held_out``,
+    also its per-problem outcomes on ``PROTOCOL.held_out(held_out)``)."""
+    if not isinstance(evaluation, EvalConfig):
+        raise ValueError(f"evaluation must be an EvalConfig, got {type(evaluation).__name__}")
+    ev = evaluation
     history = sft(model, tok, train, test, cfg)
-    out = {"history": history, "evals": evaluate(model, tok, test[:eval_problems], eval_samples,
-                                                 eval_temperature, seed=PROTOCOL.eval_seed)}
-    if held_out:
-        out["held_out"] = outcomes(model, tok, PROTOCOL.held_out(held_out), eval_samples,
-                                   eval_temperature, PROTOCOL.eval_seed)
+    out = {"history": history, "evals": evaluate(model, tok, test[:ev.problems], ev.samples,
+                                                 ev.temperature, seed=PROTOCOL.eval_seed)}
+    if ev.held_out:
+        out["held_out"] = outcomes(model, tok, PROTOCOL.held_out(ev.held_out), ev.samples,
+                                   ev.temperature, PROTOCOL.eval_seed)
     return out
 
 

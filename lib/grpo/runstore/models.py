@@ -19,6 +19,7 @@ import torch
 
 from grpo.lm.data import PROTOCOL
 from grpo.lm.model import load
+from grpo.lm.eval import EvalConfig
 from grpo.lm.rl import RunConfig, continued_sft, train_lm_grpo
 from grpo.lm.tokenizer import Tokenizer
 from grpo.lm.train import SFTConfig
@@ -53,7 +54,7 @@ def run_from_sft(cfg, sft_held_out: int = 0) -> dict:
     model, tok = load_sft()
     train, test = PROTOCOL.splits()
     if isinstance(cfg, SFTConfig):
-        return continued_sft(model, tok, train, test, cfg, held_out=sft_held_out)
+        return continued_sft(model, tok, train, test, cfg, EvalConfig(held_out=sft_held_out))
     return train_lm_grpo(model, tok, train, test, cfg)
 
 

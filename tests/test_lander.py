@@ -320,7 +320,9 @@ def test_summarize_builds_the_registry_entry():
            "final_det": [0.0, 0.0], "final_sampled": [10.0, 30.0], "visited_state_entropy": 1.2,
            "env_steps": 1000, "outcomes": {"det": ends, "sampled": {**ends, "landed": 1.0}},
            "iterations": 5, "degenerate_fraction": 0.0, "near_degenerate_fraction": 0.5, "kl_median": 0.01,
-           "clip_fraction_median": 0.1, "group_return_std_median": 30.0,
+           "clip_fraction_median": 0.1, "group_return_std_median": 30.0, "adam_steps": 20,
+           "clip_fraction_study_median": 0.2, "approx_kl_median": 0.01, "explained_variance_median": np.nan,
+           "sleep_gate": {"legs_down_states": 3, "entropy": 0.5, "p_no_engine": 0.9, "p_quiet_run": 0.8},
            "diagnostics": {"grad_cosine": [0.1, np.nan, 0.3], "grad_snr": [1.0, 2.0, 9.0]}}
     s = L.summarize([run, {**run, "env_steps": 1003}])
     assert s["det_return_mean"] == 175.0 and s["det_solved_fraction"] == 0.5
@@ -331,6 +333,30 @@ def test_summarize_builds_the_registry_entry():
     assert s["env_steps"] == 1002 and s["env_steps_per_seed"] == [1000, 1003]
     assert s["visited_state_entropy_mean"] == 1.2 and s["near_degenerate_fraction"] == 0.5
     assert s["grad_cosine_median"] == pytest.approx(0.2) and s["grad_snr_median"] == 2.0
+    assert s["approx_kl_median"] == 0.01 and "explained_variance_median" not in s    # NaN: not logged
+    assert s["sleep_gate"]["legs_down_states"] == 6 and s["adam_steps"] == [20, 20]
+    # read by family: PPO's probe is its own key, and a run without it is an error, not a gap
+    ppo = {**{k: v for k, v in run.items() if k not in L.GRPO_RESULT_KEYS}, "algo": "ppo",
+           "entropy_median": 0.7, "gradient_agreement": run["diagnostics"]}
+    p = L.summarize([ppo])
+    assert p["entropy_median"] == 0.7 and p["grad_snr_median"] == 2.0 and "kl_median" not in p
+    with pytest.raises(KeyError, match="gradient_agreement"):
+        L.summarize([{k: v for k, v in ppo.items() if k != "gradient_agreement"}])
+
+
+def test_every_trainer_returns_its_familys_keys(monkeypatch):
+    """train's result is result_keys(algo), exactly: a trainer whose summary drifted fails loudly."""
+    assert L.result_keys("grpo_value") - L.result_keys("ppo") == set(L.GRPO_RESULT_KEYS)
+    assert L.result_keys("a2c") == L.result_keys("ppo") and L.is_grpo("grpo_time")
+    with pytest.raises(ValueError, match="algo"):
+        L.is_grpo("sac")
+    spec = L.RunSpec("ppo", 3, 300, eval_every=300, val_episodes=2, test_episodes=2, config=TINY_AC)
+    assert set(L.train(spec)) == L.result_keys("ppo")
+    summary = L.PPODiagnostics.summary
+    monkeypatch.setattr(L.PPODiagnostics, "summary",
+                        lambda self: {k: v for k, v in summary(self).items() if k != "entropy_median"})
+    with pytest.raises(RuntimeError, match="entropy_median"):
+        L.train(spec)
 
 
 def test_mlp_forward_and_gradients_are_bit_identical_to_the_plain_sequential():

@@ -22,6 +22,8 @@ def test_the_stored_runs_are_the_ones_the_code_defines(stored):
         assert run["env_steps"] >= main_runs.ENV_STEPS[algo]
         assert len(run["test_det"]) == main_runs.TEST_EPISODES
         assert bool(run["snapshots"]) == (algo in main_runs.SNAPSHOTS_KEPT)
+        # what train returns for its family (trainers.result_keys), less what is not stored
+        assert set(run) == lander.result_keys(algo) - {"critic_snapshots", "train_returns"}, algo
     with pytest.raises(ValueError, match="runs must be"):
         main_runs.load_stored(main_runs.specs()[:-1])
     other = [dataclasses.replace(s, seed=s.seed + 1) for s in main_runs.specs()]

@@ -29,7 +29,8 @@ from .losses import (GROUP_EPS, GRPOLossGrad, PPOLossGrad, baseline_advantages, 
                      normalize_advantages, outcome_advantages, ppo_loss_grad, process_advantages,
                      ratio_stats, returns_to_go, step_weights, surrogate_slope, time_baseline)
 from .report import summarize
-from .trainers import (A2C_CONFIG, ALGOS, DEFAULT_CONFIGS, DIAGNOSTICS, ActorCriticConfig,
+from .trainers import (A2C_CONFIG, ACTOR_CRITIC_RESULT_KEYS, ALGOS, DEFAULT_CONFIGS, DIAGNOSTICS,
+                       GRPO_RESULT_KEYS, RESULT_KEYS, ActorCriticConfig, is_grpo, result_keys,
                        GroupBatch, LanderGRPOConfig, GRPOControls, LEARNED_BASELINES,
                        PPO_DIAGNOSTICS, PPODiagnostics, RolloutBatch, RunSpec, critic_inputs,
                        lander_critic_values, rollout_batch,

@@ -4,10 +4,19 @@ from __future__ import annotations
 import numpy as np
 
 from .env import SOLVED
+from .trainers import is_grpo
+
+# GRPO's own logs (trainers.GRPO_RESULT_KEYS) and its clip fraction, each a mean over the seeds
+GRPO_MEANS = ("degenerate_fraction", "near_degenerate_fraction", "kl_median",
+              "clip_fraction_median", "group_return_std_median")
+
+# SB3's logs, each seed's median over its updates: what both families log, and PPO's entropy
+SB3_MEDIANS = ("clip_fraction_study_median", "approx_kl_median", "explained_variance_median")
 
 def summarize(runs) -> dict:
-    """The registry entry of one algorithm from its
-    per-seed runs (returns on the held-out seeds)."""
+    """The registry entry of one algorithm from its per-seed runs (returns on the held-out seeds):
+    ``train``'s results, or the stored ones. Each run holds its family's keys
+    (``trainers.result_keys``), so a missing one is a ``KeyError``, never a silent gap."""
     runs = list(runs)
     if not runs:
         raise ValueError("summarize needs at least one run, got none")
@@ -31,29 +40,27 @@ def summarize(runs) -> dict:
                 "visited_state_entropy_mean":
                     float(np.mean([r["visited_state_entropy"] for r in runs])),
                 "iterations": [r["iterations"] for r in runs],
-                "adam_steps": [r.get("adam_steps") for r in runs],
+                "adam_steps": [r["adam_steps"] for r in runs],
                 "env_steps": int(round(np.mean([r["env_steps"] for r in runs]))),
                 "env_steps_per_seed": [int(r["env_steps"]) for r in runs]})
-    agree = [r["gradient_agreement"] if "gradient_agreement" in r else r["diagnostics"]
-             for r in runs]
+    grpo = is_grpo(runs[0]["algo"])
+    # the gradient probe: GRPO logs it with its diagnostics, PPO and A2C on their own
+    probes = [r["diagnostics"] if grpo else r["gradient_agreement"] for r in runs]
     for k in ("grad_cosine", "grad_snr"):   # medians over every update that measured them
-        v = np.concatenate([np.asarray(a.get(k, []), float) for a in agree])
+        v = np.concatenate([np.asarray(p[k], float) for p in probes])
         if np.isfinite(v).any():
             out[f"{k}_median"] = float(np.nanmedian(v))
-    for k in ("degenerate_fraction", "near_degenerate_fraction", "kl_median",
-              "clip_fraction_median", "group_return_std_median"):
-        if k in runs[0] and runs[0]["algo"].startswith("grpo"):
+    if grpo:
+        for k in GRPO_MEANS:
             out[k] = float(np.mean([r[k] for r in runs]))
-    # SB3's logs (every algorithm): each seed's median over its updates, averaged over the seeds
-    for k in ("clip_fraction_study_median", "approx_kl_median", "explained_variance_median",
-              "entropy_median"):
-        per_seed = np.array([r.get(k, np.nan) for r in runs], float)
+    # SB3's logs: each seed's median over its updates, averaged over the seeds (NaN: not logged)
+    for k in SB3_MEDIANS if grpo else (*SB3_MEDIANS, "entropy_median"):
+        per_seed = np.array([r[k] for r in runs], float)
         if np.isfinite(per_seed).any():
             out[k] = float(np.nanmean(per_seed))
-    if all("sleep_gate" in r for r in runs):   # the final policy, sampled, at legs-down states
-        gates = [r["sleep_gate"] for r in runs]
-        out["sleep_gate"] = {"legs_down_states": int(sum(g["legs_down_states"] for g in gates)),
-                             **{k: float(np.nanmean([g[k] for g in gates]))
-                                if any(np.isfinite(g[k]) for g in gates) else float("nan")
-                                for k in ("entropy", "p_no_engine", "p_quiet_run")}}
+    gates = [r["sleep_gate"] for r in runs]     # the final policy, sampled, at legs-down states
+    out["sleep_gate"] = {"legs_down_states": int(sum(g["legs_down_states"] for g in gates)),
+                         **{k: float(np.nanmean([g[k] for g in gates]))
+                            if any(np.isfinite(g[k]) for g in gates) else float("nan")
+                            for k in ("entropy", "p_no_engine", "p_quiet_run")}}
     return out

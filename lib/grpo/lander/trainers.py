@@ -567,6 +567,33 @@ def train_lander_grpo(spec: RunSpec, progress=None) -> dict:
     return _finish(spec, cfg, actor, track, controls.summary(it))
 
 
+# A trainer's result, key by key: what every algorithm returns (``_finish`` and the summaries'
+# shared medians), and what each family adds (``PPODiagnostics.summary``, ``GRPOControls.summary``).
+# ``train`` returns exactly ``result_keys(algo)``; ``grpo.lander.report.summarize`` reads them by
+# family, never by asking which keys a run happens to have.
+RESULT_KEYS = ("algo", "seed", "env_steps", "config", "curve", "train_returns", "test_det",
+               "test_sampled", "final_det", "final_sampled", "outcomes", "start_entropy",
+               "visited_state_entropy", "sleep_gate", "det_state", "sampled_state", "final_state",
+               "snapshots", "critic_snapshots", "iterations", "adam_steps", "diagnostics",
+               "clip_fraction_median", "clip_fraction_study_median", "approx_kl_median",
+               "explained_variance_median")
+ACTOR_CRITIC_RESULT_KEYS = ("entropy_median", "gradient_agreement")
+GRPO_RESULT_KEYS = ("degenerate_fraction", "near_degenerate_fraction", "kl_median",
+                    "group_return_std_median")
+
+
+def is_grpo(algo: str) -> bool:
+    """Whether ``algo`` is GRPO or one of its controls (no critic in the update), not PPO or A2C."""
+    checks.choice("algo", algo, ALGOS)
+    return algo.startswith("grpo")
+
+
+def result_keys(algo: str) -> frozenset:
+    """The keys of ``train``'s result for ``algo``: ``RESULT_KEYS`` and its family's."""
+    family = GRPO_RESULT_KEYS if is_grpo(algo) else ACTOR_CRITIC_RESULT_KEYS
+    return frozenset(RESULT_KEYS + family)
+
+
 def _finish(spec, cfg, actor, track, extra) -> dict:
     """The held-out test: the argmax-chosen checkpoint flown by argmax, the sampled-chosen one
     sampled, and the final policy both ways; how each ended; entropies of the final policy."""
@@ -589,6 +616,9 @@ def _finish(spec, cfg, actor, track, extra) -> dict:
            "final_state": copy.deepcopy(actor.state_dict()), "snapshots": track.snapshots,
            "critic_snapshots": track.critic_snapshots}
     out.update(extra)
+    if set(out) != result_keys(spec.algo):       # a trainer that drifted from the declared keys
+        raise RuntimeError(f"{spec.algo}'s result keys differ from result_keys: "
+                           f"{sorted(set(out) ^ result_keys(spec.algo))}")
     return out
 
 
@@ -597,6 +627,6 @@ def train(spec: RunSpec, progress=None) -> dict:
     torch.set_num_threads(1)
     if not isinstance(spec, RunSpec):     # a RunSpec checked itself when it was made
         raise ValueError(f"spec must be a RunSpec, got {type(spec).__name__}")
-    trainer = train_lander_grpo if spec.algo.startswith("grpo") else train_actor_critic
+    trainer = train_lander_grpo if is_grpo(spec.algo) else train_actor_critic
     return trainer(spec, progress)
 

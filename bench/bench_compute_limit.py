@@ -133,7 +133,7 @@ def lander_ppo_split(env_steps: int = 2 * 16 * 1024) -> dict:
     rollout_us = 1e6 * cpu(lambda: collector.collect(actor, 256)) / (256 * cfg.n_envs)
     update_us = per_step_us(numpy_steps) * cfg.epochs / cfg.minibatch
     spec = lander.RunSpec("ppo", 0, env_steps, 10 * env_steps, 1, test_episodes=1)
-    curve = lander.train(spec)["curve"]             # training CPU, the evaluations left out
+    curve = lander.train(spec).curve             # training CPU, the evaluations left out
     run_us = 1e6 * curve["train_cpu_s"][-1] / curve["env_steps"][-1]
     return {"run_cpu_us": round(run_us, 1), "env_step_cpu_us": round(env_us, 1),
             "rollout_cpu_us": round(rollout_us, 1), "update_cpu_us": round(update_us, 1),

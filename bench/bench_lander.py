@@ -52,7 +52,7 @@ def ours_rollout(rounds=8):
 
 def ours(algo):
     spec = lander.RunSpec(algo, 0, STEPS, eval_every=10 ** 12, val_episodes=1, test_episodes=1)
-    return lander.train(spec)["env_steps"]
+    return lander.train(spec).env_steps
 
 
 def ensure_sb3():

@@ -48,9 +48,9 @@ class SB3Logits(nn.Module):
 
 def ours(seed: int) -> dict:
     r = lander.train(lander.RunSpec("ppo", seed, STEPS, EVAL_EVERY, VAL_EPISODES, TEST_EPISODES))
-    return {"env_steps": r["env_steps"], "best_det": float(np.mean(r["test_det"])),
-            "best_sampled": float(np.mean(r["test_sampled"])), "final_det": float(np.mean(r["final_det"])),
-            "final_sampled": float(np.mean(r["final_sampled"]))}
+    return {"env_steps": r.env_steps, "best_det": float(np.mean(r.test_det)),
+            "best_sampled": float(np.mean(r.test_sampled)), "final_det": float(np.mean(r.final_det)),
+            "final_sampled": float(np.mean(r.final_sampled))}
 
 
 def sb3(seed: int) -> dict:

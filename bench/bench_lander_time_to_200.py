@@ -40,7 +40,7 @@ def first_reach(steps, cpu_s, det):
 def ours(seed: int) -> dict:
     """Our PPO, stopped at the first validation that reaches the target (or at MAX_STEPS)."""
     spec = lander.RunSpec("ppo", seed, MAX_STEPS, EVAL_EVERY, VAL_EPISODES, test_episodes=1, stop_at=TARGET)
-    curve = lander.train(spec)["curve"]
+    curve = lander.train(spec).curve
     return dict(zip(("env_steps_to_200", "cpu_s_to_200"),
                     first_reach(curve["env_steps"], curve["train_cpu_s"], curve["det"])))
 

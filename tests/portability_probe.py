@@ -26,8 +26,8 @@ def lander_probe(algo: str, lr_scale: float = 1.0) -> dict:
     spec = lander.RunSpec(algo, 0, LANDER_STEPS, eval_every=10**9, val_episodes=2, test_episodes=3)
     cfg = spec.resolved_config()
     r = lander.train(dataclasses.replace(spec, config=dataclasses.replace(cfg, lr=cfg.lr * lr_scale)))
-    weights = np.concatenate([v.numpy().ravel() for v in r["final_state"].values()])
-    return {"env_steps": r["env_steps"], "test_det": r["test_det"], "test_sampled": r["test_sampled"],
+    weights = np.concatenate([v.numpy().ravel() for v in r.final_state.values()])
+    return {"env_steps": r.env_steps, "test_det": r.test_det, "test_sampled": r.test_sampled,
             "weights_head": weights[:16].tolist(), "weights_sum": float(weights.sum()),
             "weights_abs_sum": float(np.abs(weights).sum())}
 

@@ -33,21 +33,21 @@ TINY_GRPO = L.LanderGRPOConfig(group_size=2, prompts=2, minibatch=64, epochs=2, 
 def test_a_short_training_run_is_deterministic(algo, cfg):
     spec = L.RunSpec(algo, 3, 600, eval_every=300, val_episodes=2, test_episodes=2, config=cfg)
     r1, r2 = L.train(spec), L.train(spec)
-    for k in r1["final_state"]:
-        assert torch.equal(r1["final_state"][k], r2["final_state"][k])
-    assert r1["test_det"] == r2["test_det"] and r1["test_sampled"] == r2["test_sampled"]
-    assert r1["env_steps"] >= 600
+    for k in r1.final_state:
+        assert torch.equal(r1.final_state[k], r2.final_state[k])
+    assert r1.test_det == r2.test_det and r1.test_sampled == r2.test_sampled
+    assert r1.env_steps >= 600
     if algo == "ppo":                     # K epochs of minibatches over each rollout
-        assert r1["adam_steps"] == r1["iterations"] * cfg.epochs * cfg.n_envs * cfg.n_steps // cfg.minibatch
+        assert r1.adam_steps == r1.iterations * cfg.epochs * cfg.n_envs * cfg.n_steps // cfg.minibatch
     else:                                 # K epochs of minibatches over each iteration's episodes
-        new = np.diff(r1["diagnostics"]["env_steps"], prepend=0)
-        assert r1["adam_steps"] == cfg.epochs * sum(-(-n // cfg.minibatch) for n in new)
-    final = L.Evaluator(range(L.TEST_SEED0, L.TEST_SEED0 + 2), rng_seed=3)(L.load_actor(r1["final_state"]))
-    assert r1["final_det"] == final["det"].tolist() and r1["final_sampled"] == final["sampled"].tolist()
-    chosen = L.Evaluator(range(L.TEST_SEED0, L.TEST_SEED0 + 2), rng_seed=3)(L.load_actor(r1["det_state"]))
-    assert r1["test_det"] == chosen["det"].tolist()        # the argmax row flies the argmax-chosen weights
+        new = np.diff(r1.diagnostics["env_steps"], prepend=0)
+        assert r1.adam_steps == cfg.epochs * sum(-(-n // cfg.minibatch) for n in new)
+    final = L.Evaluator(range(L.TEST_SEED0, L.TEST_SEED0 + 2), rng_seed=3)(L.load_actor(r1.final_state))
+    assert r1.final_det == final["det"].tolist() and r1.final_sampled == final["sampled"].tolist()
+    chosen = L.Evaluator(range(L.TEST_SEED0, L.TEST_SEED0 + 2), rng_seed=3)(L.load_actor(r1.det_state))
+    assert r1.test_det == chosen["det"].tolist()        # the argmax row flies the argmax-chosen weights
     r3 = L.train(L.RunSpec(algo, 4, 600, eval_every=300, val_episodes=2, test_episodes=2, config=cfg))
-    assert not torch.equal(r1["final_state"]["0.weight"], r3["final_state"]["0.weight"])
+    assert not torch.equal(r1.final_state["0.weight"], r3.final_state["0.weight"])
 
 
 def test_a_tiny_a2c_run_takes_plain_policy_gradient_steps_and_is_deterministic():
@@ -56,14 +56,14 @@ def test_a_tiny_a2c_run_takes_plain_policy_gradient_steps_and_is_deterministic()
     spec = L.RunSpec("a2c", 5, 400, eval_every=200, val_episodes=2, test_episodes=2, config=L.A2C_CONFIG)
     r1, r2 = L.train(spec), L.train(spec)
     cfg = L.A2C_CONFIG
-    assert r1["iterations"] == 400 // (cfg.n_envs * cfg.n_steps) == 10 and r1["env_steps"] == 400
-    assert r1["clip_fraction_median"] == 0.0
-    assert r1["config"]["lam"] == 1.0 and r1["algo"] == "a2c"
+    assert r1.iterations == 400 // (cfg.n_envs * cfg.n_steps) == 10 and r1.env_steps == 400
+    assert r1.clip_fraction_median == 0.0
+    assert r1.config["lam"] == 1.0 and r1.algo == "a2c"
     start = L.make_actor(5).state_dict()
-    assert not torch.equal(start["4.weight"], r1["final_state"]["4.weight"])    # it did learn something
-    for k in r1["final_state"]:
-        assert torch.equal(r1["final_state"][k], r2["final_state"][k])
-    assert r1["test_det"] == r2["test_det"] and r1["test_sampled"] == r2["test_sampled"]
+    assert not torch.equal(start["4.weight"], r1.final_state["4.weight"])    # it did learn something
+    for k in r1.final_state:
+        assert torch.equal(r1.final_state[k], r2.final_state[k])
+    assert r1.test_det == r2.test_det and r1.test_sampled == r2.test_sampled
 
 
 def test_outcome_advantage_is_the_group_zscore_broadcast_with_equal_weight_per_episode():
@@ -299,12 +299,33 @@ def test_the_default_specs_and_the_a2c_config_pass_the_checks():
         L.train({"algo": "ppo"})
 
 
-def test_summarize_needs_runs_of_one_algorithm():
+def _fake_run(algo: str = "grpo", **changes) -> L.LanderResult:
+    """A result with made-up fields, for ``summarize``: ``None`` where it reads nothing."""
+    ends = {k: 0.5 for k in ("landed", "crashed", "timed_out", "legs_down", "length", "main_engine")}
+    values = {f.name: None for f in dataclasses.fields(L.result_type(algo))}
+    values.update(
+        algo=algo, seed=0, test_det=[250.0, 100.0], test_sampled=[0.0, 300.0], start_entropy=1.0,
+        final_det=[0.0, 0.0], final_sampled=[10.0, 30.0], visited_state_entropy=1.2, env_steps=1000,
+        outcomes={"det": ends, "sampled": {**ends, "landed": 1.0}}, iterations=5, adam_steps=20,
+        clip_fraction_median=0.1, clip_fraction_study_median=0.2, approx_kl_median=0.01,
+        explained_variance_median=np.nan,
+        sleep_gate={"legs_down_states": 3, "entropy": 0.5, "p_no_engine": 0.9, "p_quiet_run": 0.8},
+        diagnostics={"grad_cosine": [0.1, np.nan, 0.3], "grad_snr": [1.0, 2.0, 9.0]})
+    if L.is_grpo(algo):
+        values.update(degenerate_fraction=0.0, near_degenerate_fraction=0.5, kl_median=0.01,
+                      group_return_std_median=30.0)
+    else:
+        values.update(entropy_median=0.7, gradient_agreement=values["diagnostics"])
+    return L.result_from_fields({**values, **changes})
+
+
+def test_summarize_needs_results_of_one_algorithm():
     with pytest.raises(ValueError, match="at least one run"):
         L.summarize([])
-    run = {"test_det": [1.0], "test_sampled": [1.0], "start_entropy": 1.0, "iterations": 1}
     with pytest.raises(ValueError, match="one algorithm"):
-        L.summarize([{**run, "algo": "ppo"}, {**run, "algo": "a2c"}])
+        L.summarize([_fake_run("ppo"), _fake_run("a2c")])
+    with pytest.raises(ValueError, match="LanderResult"):      # a dict is not a result
+        L.summarize([_fake_run("ppo").as_dict()])
 
 
 def test_fly_returns_downscaled_frames_one_per_step_plus_the_start():
@@ -315,16 +336,8 @@ def test_fly_returns_downscaled_frames_one_per_step_plus_the_start():
 
 
 def test_summarize_builds_the_registry_entry():
-    ends = {k: 0.5 for k in ("landed", "crashed", "timed_out", "legs_down", "length", "main_engine")}
-    run = {"algo": "grpo", "test_det": [250.0, 100.0], "test_sampled": [0.0, 300.0], "start_entropy": 1.0,
-           "final_det": [0.0, 0.0], "final_sampled": [10.0, 30.0], "visited_state_entropy": 1.2,
-           "env_steps": 1000, "outcomes": {"det": ends, "sampled": {**ends, "landed": 1.0}},
-           "iterations": 5, "degenerate_fraction": 0.0, "near_degenerate_fraction": 0.5, "kl_median": 0.01,
-           "clip_fraction_median": 0.1, "group_return_std_median": 30.0, "adam_steps": 20,
-           "clip_fraction_study_median": 0.2, "approx_kl_median": 0.01, "explained_variance_median": np.nan,
-           "sleep_gate": {"legs_down_states": 3, "entropy": 0.5, "p_no_engine": 0.9, "p_quiet_run": 0.8},
-           "diagnostics": {"grad_cosine": [0.1, np.nan, 0.3], "grad_snr": [1.0, 2.0, 9.0]}}
-    s = L.summarize([run, {**run, "env_steps": 1003}])
+    run = _fake_run("grpo")
+    s = L.summarize([run, dataclasses.replace(run, env_steps=1003)])
     assert s["det_return_mean"] == 175.0 and s["det_solved_fraction"] == 0.5
     assert s["det_return_mean_minus_std"] == 175.0 - 75.0
     assert s["sampled_return_per_seed"] == [150.0, 150.0] and s["iterations"] == [5, 5]
@@ -335,27 +348,32 @@ def test_summarize_builds_the_registry_entry():
     assert s["grad_cosine_median"] == pytest.approx(0.2) and s["grad_snr_median"] == 2.0
     assert s["approx_kl_median"] == 0.01 and "explained_variance_median" not in s    # NaN: not logged
     assert s["sleep_gate"]["legs_down_states"] == 6 and s["adam_steps"] == [20, 20]
-    # read by family: PPO's probe is its own key, and a run without it is an error, not a gap
-    ppo = {**{k: v for k, v in run.items() if k not in L.GRPO_RESULT_KEYS}, "algo": "ppo",
-           "entropy_median": 0.7, "gradient_agreement": run["diagnostics"]}
-    p = L.summarize([ppo])
-    assert p["entropy_median"] == 0.7 and p["grad_snr_median"] == 2.0 and "kl_median" not in p
-    with pytest.raises(KeyError, match="gradient_agreement"):
-        L.summarize([{k: v for k, v in ppo.items() if k != "gradient_agreement"}])
+    # read by family: PPO's probe is its own field, and GRPO's logs are not in its entry
+    p = L.summarize([_fake_run("ppo", gradient_agreement={"grad_cosine": [0.5], "grad_snr": [4.0]})])
+    assert p["entropy_median"] == 0.7 and p["grad_snr_median"] == 4.0 and "kl_median" not in p
 
 
-def test_every_trainer_returns_its_familys_keys(monkeypatch):
-    """train's result is result_keys(algo), exactly: a trainer whose summary drifted fails loudly."""
-    assert L.result_keys("grpo_value") - L.result_keys("ppo") == set(L.GRPO_RESULT_KEYS)
-    assert L.result_keys("a2c") == L.result_keys("ppo") and L.is_grpo("grpo_time")
+def test_every_trainer_returns_its_familys_dataclass(monkeypatch):
+    """train's result is result_type(algo): GRPO's adds its own logs, PPO's and A2C's the critic
+    family's; a result with a field missing or unknown is refused by name."""
+    grpo, ppo = ({f.name for f in dataclasses.fields(L.result_type(a))} for a in ("grpo_value", "ppo"))
+    assert grpo - ppo == {"degenerate_fraction", "near_degenerate_fraction", "kl_median",
+                          "group_return_std_median"}
+    assert ppo - grpo == {"entropy_median", "gradient_agreement"}
+    assert L.result_type("a2c") is L.ActorCriticResult and L.result_type("grpo_time") is L.GRPOResult
     with pytest.raises(ValueError, match="algo"):
         L.is_grpo("sac")
     spec = L.RunSpec("ppo", 3, 300, eval_every=300, val_episodes=2, test_episodes=2, config=TINY_AC)
-    assert set(L.train(spec)) == L.result_keys("ppo")
+    assert type(L.train(spec)) is L.ActorCriticResult
+    values = _fake_run("ppo").as_dict()
+    with pytest.raises(ValueError, match="missing \\['entropy_median'\\]"):
+        L.result_from_fields({k: v for k, v in values.items() if k != "entropy_median"})
+    with pytest.raises(ValueError, match="unknown \\['kl_median'\\]"):
+        L.result_from_fields({**values, "kl_median": 0.0})
     summary = L.PPODiagnostics.summary
     monkeypatch.setattr(L.PPODiagnostics, "summary",
                         lambda self: {k: v for k, v in summary(self).items() if k != "entropy_median"})
-    with pytest.raises(RuntimeError, match="entropy_median"):
+    with pytest.raises(TypeError, match="entropy_median"):     # a trainer that drifted
         L.train(spec)
 
 
@@ -468,13 +486,13 @@ def test_the_baseline_controls_run_on_grpo_batches_and_are_deterministic(algo):
                        baseline=L.DEFAULT_CONFIGS[algo].baseline, measure_gradients=True)
     spec = L.RunSpec(algo, 3, 600, eval_every=300, val_episodes=2, test_episodes=2, config=cfg)
     r1, r2 = L.train(spec), L.train(spec)
-    for k in r1["final_state"]:
-        assert torch.equal(r1["final_state"][k], r2["final_state"][k])
+    for k in r1.final_state:
+        assert torch.equal(r1.final_state[k], r2.final_state[k])
     plain = L.LanderGRPOConfig(group_size=2, prompts=2, minibatch=64, epochs=2, ref_every=2)
     grpo = L.train(L.RunSpec("grpo", 3, 600, eval_every=300, val_episodes=2, test_episodes=2, config=plain))
-    assert not torch.equal(r1["final_state"]["4.weight"], grpo["final_state"]["4.weight"])
-    assert all(np.isfinite(r1["diagnostics"]["grad_cosine"]))
-    assert all(np.isnan(grpo["diagnostics"]["grad_snr"]))
+    assert not torch.equal(r1.final_state["4.weight"], grpo.final_state["4.weight"])
+    assert all(np.isfinite(r1.diagnostics["grad_cosine"]))
+    assert all(np.isnan(grpo.diagnostics["grad_snr"]))
 
 
 def test_measuring_gradients_leaves_the_run_unchanged():
@@ -483,17 +501,17 @@ def test_measuring_gradients_leaves_the_run_unchanged():
         plain = L.train(spec)
         measured = L.train(L.RunSpec(algo, 3, 600, eval_every=300, val_episodes=2, test_episodes=2,
                                      config=type(cfg)(**{**cfg.__dict__, "measure_gradients": True})))
-        for k in plain["final_state"]:
-            assert torch.equal(plain["final_state"][k], measured["final_state"][k])
-    assert measured["gradient_agreement"]["grad_cosine"] and not plain["gradient_agreement"]["grad_cosine"]
+        for k in plain.final_state:
+            assert torch.equal(plain.final_state[k], measured.final_state[k])
+    assert measured.gradient_agreement["grad_cosine"] and not plain.gradient_agreement["grad_cosine"]
 
 
 def test_stop_at_ends_a_run_at_the_first_validation_that_reaches_it():
     spec = L.RunSpec("grpo", 3, 3000, eval_every=300, val_episodes=2, test_episodes=2, config=TINY_GRPO,
                      stop_at=-1e9)                     # any return reaches it: stop after the first rollout
     r = L.train(spec)
-    assert r["env_steps"] < 3000 and len(r["curve"]["train_cpu_s"]) == len(r["curve"]["det"])
-    assert all(c >= 0 for c in r["curve"]["train_cpu_s"])
+    assert r.env_steps < 3000 and len(r.curve["train_cpu_s"]) == len(r.curve["det"])
+    assert all(c >= 0 for c in r.curve["train_cpu_s"])
     with pytest.raises(ValueError, match="stop_at"):
         L.RunSpec("ppo", 0, 100, stop_at=float("nan"))
 
@@ -606,12 +624,12 @@ def test_two_grpo_iterations_match_an_autograd_reference_trainer(baseline, value
                                     cfg, monkeypatch)
     reference = _reference_grpo(cfg, episodes)
     moved = _max_gap({k: v.float() for k, v in L.make_actor(5).state_dict().items()}, reference)
-    assert _max_gap(run["final_state"], reference) < 1e-6 < moved / 100
+    assert _max_gap(run.final_state, reference) < 1e-6 < moved / 100
     swapped = _reference_grpo(cfg, episodes, swap_old_and_ref=True)
-    assert _max_gap(swapped, reference) > 100 * _max_gap(run["final_state"], reference)
+    assert _max_gap(swapped, reference) > 100 * _max_gap(run.final_state, reference)
     if value_scale != 1.0:
         unscaled = _reference_grpo(dataclasses.replace(cfg, value_scale=1.0), episodes)
-        assert _max_gap(unscaled, reference) > 100 * _max_gap(run["final_state"], reference)
+        assert _max_gap(unscaled, reference) > 100 * _max_gap(run.final_state, reference)
 
 
 def _reference_ppo(cfg, rollouts, seed=5, ent_sign=1.0):
@@ -667,7 +685,7 @@ def test_two_ppo_iterations_match_an_autograd_reference_trainer(monkeypatch):
                             config=cfg))
     assert len(rollouts) == 2
     reference = _reference_ppo(cfg, rollouts)
-    gap = _max_gap(run["final_state"], reference)
+    gap = _max_gap(run.final_state, reference)
     assert gap < 1e-6 < _max_gap({k: v.float() for k, v in L.make_actor(5).state_dict().items()},
                                  reference) / 100
     assert _max_gap(_reference_ppo(cfg, rollouts, ent_sign=-1.0), reference) > 100 * gap
@@ -745,7 +763,7 @@ def test_the_new_grpo_flags_are_checked(field, value):
 def test_unit_weights_and_the_new_baselines_change_the_run():
     base = dict(group_size=2, prompts=2, minibatch=64, epochs=2)
     runs = {name: L.train(L.RunSpec(cfg.algo, 3, 600, eval_every=300, val_episodes=1, test_episodes=1,
-                                    config=cfg))["final_state"]["4.weight"]
+                                    config=cfg)).final_state["4.weight"]
             for name, cfg in (("outcome", L.LanderGRPOConfig(**base)),
                               ("w1", L.LanderGRPOConfig(**base, length_weights=False)),
                               ("gae", L.LanderGRPOConfig(**base, baseline="gae")),

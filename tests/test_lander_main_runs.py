@@ -13,17 +13,18 @@ from grpo.experiments.ch06_lander import main_runs
 
 @pytest.fixture(scope="module")
 def stored():
-    return {(r["algo"], r["seed"]): r for r in main_runs.load_stored()}
+    return {(r.algo, r.seed): r for r in main_runs.load_stored()}
 
 
 def test_the_stored_runs_are_the_ones_the_code_defines(stored):
     assert sorted(stored) == sorted((s.algo, s.seed) for s in main_runs.specs())
     for (algo, _), run in stored.items():
-        assert run["env_steps"] >= main_runs.ENV_STEPS[algo]
-        assert len(run["test_det"]) == main_runs.TEST_EPISODES
-        assert bool(run["snapshots"]) == (algo in main_runs.SNAPSHOTS_KEPT)
-        # what train returns for its family (trainers.result_keys), less what is not stored
-        assert set(run) == lander.result_keys(algo) - {"critic_snapshots", "train_returns"}, algo
+        assert run.env_steps >= main_runs.ENV_STEPS[algo]
+        assert len(run.test_det) == main_runs.TEST_EPISODES
+        assert bool(run.snapshots) == (algo in main_runs.SNAPSHOTS_KEPT)
+        # what train returns for its family (trainers.result_type), less what is not stored
+        assert type(run) is lander.result_type(algo), algo
+        assert run.train_returns is None and run.critic_snapshots is None, algo
     with pytest.raises(ValueError, match="runs must be"):
         main_runs.load_stored(main_runs.specs()[:-1])
     other = [dataclasses.replace(s, seed=s.seed + 1) for s in main_runs.specs()]
@@ -39,16 +40,17 @@ def test_each_algorithm_s_first_iteration_is_what_the_code_produces(algo, stored
                                total_steps=1, eval_every=10**6, val_episodes=1, test_episodes=1)
     run = lander.train(spec)
     want = stored[(algo, 0)]
-    assert run["iterations"] == 1 and want["iterations"] > 1
+    assert run.iterations == 1 and want.iterations > 1
     for log in ("diagnostics", "gradient_agreement"):
-        if log not in run:
+        if not hasattr(run, log):       # GRPO logs its probe with its diagnostics
             continue
-        assert set(run[log]) == set(want[log]), (algo, log)
-        for k, values in run[log].items():
+        got, stored_log = getattr(run, log), getattr(want, log)
+        assert set(got) == set(stored_log), (algo, log)
+        for k, values in got.items():
             if not values:   # A2C's one-minibatch epochs measure no agreement
-                assert not want[log][k], (algo, log, k)
+                assert not stored_log[k], (algo, log, k)
                 continue
-            np.testing.assert_allclose(values[0], want[log][k][0], rtol=1e-9, atol=1e-12, equal_nan=True,
+            np.testing.assert_allclose(values[0], stored_log[k][0], rtol=1e-9, atol=1e-12, equal_nan=True,
                                        err_msg=f"{algo}: {log}[{k!r}][0]")
 
 
@@ -56,10 +58,10 @@ def test_the_stored_final_weights_fly_the_stored_returns(stored):
     """The final policy of one run, rebuilt from weights.npz, flies its first test starts by argmax
     to the stored returns."""
     run = stored[("grpo", 0)]
-    actor = lander.load_actor(run["final_state"])
+    actor = lander.load_actor(run.final_state)
     n = 3
-    test = lander.Evaluator(range(lander.TEST_SEED0, lander.TEST_SEED0 + n), rng_seed=run["seed"])
-    assert test.play(actor, True).returns.tolist() == run["final_det"][:n]
+    test = lander.Evaluator(range(lander.TEST_SEED0, lander.TEST_SEED0 + n), rng_seed=run.seed)
+    assert test.play(actor, True).returns.tolist() == run.final_det[:n]
 
 
 def test_the_published_scale_command_writes_its_runs(tmp_path):

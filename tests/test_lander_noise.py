@@ -73,8 +73,8 @@ def test_the_first_batch_gradient_replays(method):
     cfg = noise.METHODS[method]
     run = train(RunSpec(cfg.algo, noise.SEED, noise.CHECKPOINTS[0], noise.SCALE["eval_every"], 1, 1,
                         config=cfg))
-    steps, actor = run["snapshots"][-1]
-    critic = run["critic_snapshots"][-1][1] if run["critic_snapshots"] else None
+    steps, actor = run.snapshots[-1]
+    critic = run.critic_snapshots[-1][1] if run.critic_snapshots else None
     assert steps == stored["env_steps"]
     g, n = noise.batch_gradient(cfg, actor, critic, np.random.default_rng([noise.SEED, steps, 0]))
     assert n == stored["batch_steps"][0]

@@ -92,5 +92,5 @@ def test_a_retrained_main_run_lands_in_scratch_and_loads(tmp_path, monkeypatch):
     where = main_runs.run_and_store([spec], workers=1,
                                     directory=runstore.writable(main_runs.stored_dir()))
     assert Path(where).is_relative_to(tmp_path) and (Path(where) / "runs.json").is_file()
-    assert main_runs.load_stored([spec], directory=where)[0]["env_steps"] == 64
+    assert main_runs.load_stored([spec], directory=where)[0].env_steps == 64
     assert stored.read_bytes() == before

@@ -33,7 +33,7 @@ def test_each_arm_s_first_iteration_is_what_the_code_produces(arm, stored):
     trains exactly as the stored run's first iteration did."""
     run = train(studies.spec(arm, 0, total_steps=1, eval_every=10**6, val_episodes=1,
                              test_episodes=1))
-    row = {k: run["diagnostics"][k][0] for k in DIAGNOSTICS}
+    row = {k: run.diagnostics[k][0] for k in DIAGNOSTICS}
     want = stored["arms"][arm]["runs"]["0"]["first_iterations"][0]
     assert set(want) == set(row)
     for k, v in row.items():

@@ -115,7 +115,7 @@ def grpo_two_iterations():
 def test_two_lander_grpo_iterations_are_the_autograd_reference(grpo_two_iterations, monkeypatch):
     want, spec = grpo_two_iterations
     got = lander.train(spec)
-    assert got["iterations"] == 2 and _close(got["final_state"], want)
+    assert got.iterations == 2 and _close(got.final_state, want)
     start = lander.make_actor(spec.seed).state_dict()
     assert not _close(start, want, 1e-6)                              # the iterations moved the weights
     real = lander_trainers.grpo_loss_grad                             # pi_old and pi_ref swapped:
@@ -123,13 +123,13 @@ def test_two_lander_grpo_iterations_are_the_autograd_reference(grpo_two_iteratio
     def swapped(logits, actions, logp_old, logp_ref, *rest):
         return real(logits, actions, logp_ref, logp_old, *rest)
     monkeypatch.setattr(lander_trainers, "grpo_loss_grad", swapped)
-    assert not _close(lander.train(spec)["final_state"], want, 1e-6)
+    assert not _close(lander.train(spec).final_state, want, 1e-6)
 
 
 def test_a_lander_grpo_trainer_that_never_steps_fails_the_reference(grpo_two_iterations, monkeypatch):
     want, spec = grpo_two_iterations
     monkeypatch.setattr(lander_trainers.Adam, "step", lambda self: 0.0)
-    assert not _close(lander.train(spec)["final_state"], want, 1e-6)
+    assert not _close(lander.train(spec).final_state, want, 1e-6)
 
 
 PPO_SPEC = lander.RunSpec("ppo", 2, 1, eval_every=10**9, val_episodes=1, test_episodes=1,
@@ -182,9 +182,9 @@ def lander_ppo_reference(spec):
 def test_one_lander_ppo_iteration_is_the_autograd_reference(monkeypatch):
     want = lander_ppo_reference(PPO_SPEC)
     got = lander.train(PPO_SPEC)
-    assert got["iterations"] == 1 and _close(got["final_state"], want)
+    assert got.iterations == 1 and _close(got.final_state, want)
     monkeypatch.setattr(lander_trainers.Adam, "step", lambda self: 0.0)     # a no-op update
-    assert not _close(lander.train(PPO_SPEC)["final_state"], want, 1e-6)
+    assert not _close(lander.train(PPO_SPEC).final_state, want, 1e-6)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -13,7 +13,8 @@ Modules (everything is re-exported here, so ``from grpo import lander; lander.tr
     trainers    the configs, ``RunSpec``, ``train_actor_critic`` (``PPODiagnostics`` attaches
                 SB3's diagnostics and the gradient probe), ``train_lander_grpo`` (plain GRPO;
                 ``GRPOControls`` attaches the controls' baselines and the diagnostics) and
-                ``train`` (chapter 6's runs in worker processes: ``grpo.experiments.ch06_lander``)
+                ``train`` (chapter 6's runs in worker processes: ``grpo.experiments.ch06_lander``),
+                whose result is a dataclass: ``ActorCriticResult`` or ``GRPOResult``
     report      ``summarize``: one algorithm's per-seed runs as a registry entry
     (chapter 6's stored runs and studies are in ``grpo.experiments.ch06_lander``)
 """
@@ -29,9 +30,10 @@ from .losses import (GROUP_EPS, GRPOLossGrad, PPOLossGrad, baseline_advantages, 
                      normalize_advantages, outcome_advantages, ppo_loss_grad, process_advantages,
                      ratio_stats, returns_to_go, step_weights, surrogate_slope, time_baseline)
 from .report import summarize
-from .trainers import (A2C_CONFIG, ACTOR_CRITIC_RESULT_KEYS, ALGOS, DEFAULT_CONFIGS, DIAGNOSTICS,
-                       GRPO_RESULT_KEYS, RESULT_KEYS, ActorCriticConfig, is_grpo, result_keys,
-                       GroupBatch, LanderGRPOConfig, GRPOControls, LEARNED_BASELINES,
+from .trainers import (A2C_CONFIG, ALGOS, DEFAULT_CONFIGS, DIAGNOSTICS, ActorCriticConfig,
+                       ActorCriticResult, GRPOResult, LanderResult, is_grpo, result_from_fields,
+                       result_type,
+                       GroupBatch, IterationLog, LanderGRPOConfig, GRPOControls, LEARNED_BASELINES,
                        PPO_DIAGNOSTICS, PPODiagnostics, RolloutBatch, RunSpec, critic_inputs,
                        lander_critic_values, rollout_batch,
                        episode_advantages, gae_targets, gradient_agreement, group_batch,

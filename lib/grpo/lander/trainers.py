@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import copy
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import NamedTuple
 
 import numpy as np
@@ -18,7 +18,7 @@ import torch
 from .. import checks
 from ..mlp import Adam, FlatMLP
 from ..objectives import action_logprobs, group_advantages
-from .env import (OBS_DIM, TEST_SEED0, TIME_LIMIT, VAL_SEED0, Evaluator, StepCollector,
+from .env import (OBS_DIM, TEST_SEED0, TIME_LIMIT, VAL_SEED0, Episodes, Evaluator, StepCollector,
                   entropy_of, episode_outcomes, make_actor, make_critic, make_envs,
                   play_groups, policy_logits, sleep_gate, start_obs, visited_state_entropy)
 from .losses import (GROUP_EPS, GRPOLossGrad, PPOLossGrad, baseline_advantages, ended_at_terminal,
@@ -342,7 +342,7 @@ class PPODiagnostics:
                 **{f"{k}_median": float(np.nanmedian(self.diag[k])) for k in PPO_DIAGNOSTICS[1:]}}
 
 
-def train_actor_critic(spec: RunSpec, progress=None) -> dict:
+def train_actor_critic(spec: RunSpec, progress=None) -> ActorCriticResult:
     """PPO (and A2C with A2C_CONFIG): rollouts of n_envs x n_steps, GAE, clipped update with a
     critic. The diagnostics attach through ``PPODiagnostics``."""
     cfg = spec.resolved_config()
@@ -439,24 +439,41 @@ DIAGNOSTICS = ("env_steps", "group_std", "degenerate", "near_degenerate", "kl_me
 PPO_DIAGNOSTICS = ("env_steps", "clip_fraction_study", "approx_kl", "explained_variance", "entropy")
 
 
-def log_diagnostics(diag: dict, steps: int, cfg: LanderGRPOConfig, ep, clip_fracs, kls, grads,
-                    actor, ratios=(), value_ev: float = float("nan")) -> None:
+@dataclass
+class IterationLog:
+    """What one GRPO iteration measured, for ``log_diagnostics``: its batch of groups ``ep``, the
+    control critic's explained variance on it (NaN: no critic), and per minibatch step the clip
+    fraction, SB3's ``ratio_stats``, the last epoch's k3 and the first epoch's gradient (when
+    measured)."""
+    ep: Episodes
+    value_ev: float = float("nan")
+    clip_fracs: list = field(default_factory=list)
+    ratios: list = field(default_factory=list)
+    kls: list = field(default_factory=list)
+    grads: list = field(default_factory=list)
+
+
+def log_diagnostics(diag: dict, steps: int, cfg: LanderGRPOConfig, log: IterationLog,
+                    actor) -> None:
     """One iteration's GRPO diagnostics: group return spread, degenerate groups, the k3 KL of the
     last epoch, the clip fraction (steps where the clipped branch won) and SB3's (|rho - 1| > clip)
-    and approx-KL to pi_old over every minibatch step (``ratios``: ``ratio_stats`` per step), the
-    V(s) control's explained variance, the policy's entropy at the prompts' start states, and
-    (when measured) the first epoch's minibatch-gradient agreement."""
+    and approx-KL to pi_old over every minibatch step, the V(s) control's explained variance, the
+    policy's entropy at the prompts' start states, and (when measured) the first epoch's
+    minibatch-gradient agreement."""
+    ep = log.ep
     stds = ep.returns.reshape(cfg.prompts, cfg.group_size).std(1)
-    kl = np.concatenate(kls)
-    agree = gradient_agreement(grads) if len(grads) >= 2 else {"cosine": np.nan, "snr": np.nan}
+    kl = np.concatenate(log.kls)
+    agree = (gradient_agreement(log.grads) if len(log.grads) >= 2
+             else {"cosine": np.nan, "snr": np.nan})
     starts = np.stack([o[0] for o in ep.obs[::cfg.group_size]])
-    study_clip, approx_kl = np.mean(ratios, axis=0) if len(ratios) else (np.nan, np.nan)
+    study_clip, approx_kl = np.mean(log.ratios, axis=0) if len(log.ratios) else (np.nan, np.nan)
     row = {"env_steps": steps, "group_std": float(np.mean(stds)),
            "degenerate": float(np.mean(stds < GROUP_EPS)),
            "near_degenerate": float(np.mean(stds < 1.0)),
            "kl_median": float(np.median(kl)), "kl_max": float(kl.max()),
-           "clip_fraction": float(np.mean(clip_fracs)), "clip_fraction_study": float(study_clip),
-           "approx_kl": float(approx_kl), "explained_variance": float(value_ev),
+           "clip_fraction": float(np.mean(log.clip_fracs)),
+           "clip_fraction_study": float(study_clip),
+           "approx_kl": float(approx_kl), "explained_variance": float(log.value_ev),
            "start_entropy": float(entropy_of(policy_logits(actor, starts)).mean()),
            "grad_cosine": agree["cosine"], "grad_snr": agree["snr"]}
     for k in DIAGNOSTICS:
@@ -499,39 +516,36 @@ class GRPOControls:
         cfg, vf = self.cfg, self.critic
         adv, self.to_go = episode_advantages(cfg, ep, vf)
         self.critic_in = None if vf is None else critic_inputs(cfg, ep)
-        self.value_ev = (np.nan if vf is None else
-                         explained_variance(
-                             lander_critic_values(vf, self.critic_in, cfg.value_scale), self.to_go))
-        self.ep, self.clip_fracs, self.kls, self.grads, self.ratios = ep, [], [], [], []
+        self.log = IterationLog(ep, np.nan if vf is None else explained_variance(
+            lander_critic_values(vf, self.critic_in, cfg.value_scale), self.to_go))
         return adv
 
     def minibatch(self, epoch: int, mb, logits, batch: GroupBatch, pi, loss: GRPOLossGrad) -> None:
         """After the actor's backward pass on minibatch ``mb`` of ``batch``, before its step: SB3's
         ratio statistics, the first epoch's gradient (when measured), the clip fraction and the
         last epoch's k3; and the critic's own step on the same minibatch."""
-        cfg = self.cfg
-        self.ratios.append(ratio_stats(logits, batch.act[mb], batch.logp_old[mb], cfg.clip))
+        cfg, log = self.cfg, self.log
+        log.ratios.append(ratio_stats(logits, batch.act[mb], batch.logp_old[mb], cfg.clip))
         if cfg.measure_gradients and epoch == 0:
-            self.grads.append(pi.grad.copy())
+            log.grads.append(pi.grad.copy())
         if self.critic is not None:
             v = self.critic.forward(self.critic_in[mb])[:, 0]
             self.critic.backward((2 / len(mb) * (v - self.to_go[mb] / cfg.value_scale))[:, None])
             self.critic_opt.step()
-        self.clip_fracs.append(float(loss.clipped.mean()))
+        log.clip_fracs.append(float(loss.clipped.mean()))
         if epoch == cfg.epochs - 1:
-            self.kls.append(loss.k3)
+            log.kls.append(loss.k3)
 
     def end_iteration(self, steps: int, actor) -> None:
-        self.adam_steps += len(self.clip_fracs)
-        log_diagnostics(self.diag, steps, self.cfg, self.ep, self.clip_fracs, self.kls, self.grads,
-                        actor, self.ratios, self.value_ev)
+        self.adam_steps += len(self.log.clip_fracs)
+        log_diagnostics(self.diag, steps, self.cfg, self.log, actor)
 
     def summary(self, iterations: int) -> dict:
         return {**summarize_diagnostics(self.diag, critic=self.critic is not None),
                 "iterations": iterations, "adam_steps": self.adam_steps, "diagnostics": self.diag}
 
 
-def train_lander_grpo(spec: RunSpec, progress=None) -> dict:
+def train_lander_grpo(spec: RunSpec, progress=None) -> GRPOResult:
     """GRPO: B prompts x G episodes, group-relative advantage, clipped update + beta*k3, no critic.
     The controls (another baseline) and the diagnostics attach through ``GRPOControls``."""
     cfg = spec.resolved_config()
@@ -567,19 +581,59 @@ def train_lander_grpo(spec: RunSpec, progress=None) -> dict:
     return _finish(spec, cfg, actor, track, controls.summary(it))
 
 
-# A trainer's result, key by key: what every algorithm returns (``_finish`` and the summaries'
-# shared medians), and what each family adds (``PPODiagnostics.summary``, ``GRPOControls.summary``).
-# ``train`` returns exactly ``result_keys(algo)``; ``grpo.lander.report.summarize`` reads them by
-# family, never by asking which keys a run happens to have.
-RESULT_KEYS = ("algo", "seed", "env_steps", "config", "curve", "train_returns", "test_det",
-               "test_sampled", "final_det", "final_sampled", "outcomes", "start_entropy",
-               "visited_state_entropy", "sleep_gate", "det_state", "sampled_state", "final_state",
-               "snapshots", "critic_snapshots", "iterations", "adam_steps", "diagnostics",
-               "clip_fraction_median", "clip_fraction_study_median", "approx_kl_median",
-               "explained_variance_median")
-ACTOR_CRITIC_RESULT_KEYS = ("entropy_median", "gradient_agreement")
-GRPO_RESULT_KEYS = ("degenerate_fraction", "near_degenerate_fraction", "kl_median",
-                    "group_return_std_median")
+@dataclass
+class LanderResult:
+    """What ``train`` returns for every algorithm. The weights are ``state_dict``s; the held-out
+    returns are per episode on the test seeds; ``curve`` is the validation curve (``env_steps``,
+    ``det``, ``sampled``, ``train_cpu_s``). A stored run (``main_runs.load_stored``) leaves
+    ``train_returns`` and ``critic_snapshots`` as ``None``: they are not stored."""
+    algo: str
+    seed: int
+    env_steps: int
+    config: dict                   # the resolved config, as ``asdict``
+    curve: dict
+    train_returns: dict | None     # every training episode's return, by env step
+    test_det: list                 # the argmax-chosen checkpoint, flown by argmax
+    test_sampled: list             # the sampled-chosen checkpoint, sampled
+    final_det: list                # the final policy, by argmax
+    final_sampled: list            # the final policy, sampled
+    outcomes: dict                 # how each of the four flights ended (``episode_outcomes``)
+    start_entropy: float
+    visited_state_entropy: float
+    sleep_gate: dict
+    det_state: dict
+    sampled_state: dict
+    final_state: dict
+    snapshots: list                # (env steps, actor state_dict), every ``snapshot_every``
+    critic_snapshots: list | None
+    iterations: int
+    adam_steps: int
+    diagnostics: dict              # per-update logs, one list per ``DIAGNOSTICS`` name
+    clip_fraction_median: float
+    clip_fraction_study_median: float
+    approx_kl_median: float
+    explained_variance_median: float
+
+    def as_dict(self) -> dict:
+        """The fields by name, values as they are (no copy: ``dataclasses.asdict`` would copy
+        every weight tensor)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+@dataclass
+class ActorCriticResult(LanderResult):
+    """PPO's and A2C's result: the shared fields, and what the critic's family adds."""
+    entropy_median: float
+    gradient_agreement: dict       # the first epoch's minibatch-gradient probe
+
+
+@dataclass
+class GRPOResult(LanderResult):
+    """GRPO's result (and its controls'): the shared fields, and GRPO's own logs."""
+    degenerate_fraction: float
+    near_degenerate_fraction: float
+    kl_median: float
+    group_return_std_median: float
 
 
 def is_grpo(algo: str) -> bool:
@@ -588,13 +642,25 @@ def is_grpo(algo: str) -> bool:
     return algo.startswith("grpo")
 
 
-def result_keys(algo: str) -> frozenset:
-    """The keys of ``train``'s result for ``algo``: ``RESULT_KEYS`` and its family's."""
-    family = GRPO_RESULT_KEYS if is_grpo(algo) else ACTOR_CRITIC_RESULT_KEYS
-    return frozenset(RESULT_KEYS + family)
+def result_type(algo: str) -> type:
+    """The class of ``train``'s result for ``algo``: ``GRPOResult`` or ``ActorCriticResult``."""
+    return GRPOResult if is_grpo(algo) else ActorCriticResult
 
 
-def _finish(spec, cfg, actor, track, extra) -> dict:
+def result_from_fields(values: dict) -> LanderResult:
+    """A result from its fields by name (a stored record, say); a missing or unknown field is a
+    ``ValueError`` naming it."""
+    if not isinstance(values, dict) or "algo" not in values:
+        raise ValueError("values must be a dict of a result's fields, with 'algo'")
+    cls = result_type(values["algo"])
+    names = {f.name for f in fields(cls)}
+    if set(values) != names:
+        raise ValueError(f"values must hold exactly {cls.__name__}'s fields: missing "
+                         f"{sorted(names - set(values))}, unknown {sorted(set(values) - names)}")
+    return cls(**values)
+
+
+def _finish(spec, cfg, actor, track, extra) -> LanderResult:
     """The held-out test: the argmax-chosen checkpoint flown by argmax, the sampled-chosen one
     sampled, and the final policy both ways; how each ended; entropies of the final policy."""
     test = Evaluator(range(TEST_SEED0, TEST_SEED0 + spec.test_episodes), rng_seed=spec.seed)
@@ -615,15 +681,12 @@ def _finish(spec, cfg, actor, track, extra) -> dict:
            "det_state": chosen["det"].state_dict(), "sampled_state": chosen["sampled"].state_dict(),
            "final_state": copy.deepcopy(actor.state_dict()), "snapshots": track.snapshots,
            "critic_snapshots": track.critic_snapshots}
-    out.update(extra)
-    if set(out) != result_keys(spec.algo):       # a trainer that drifted from the declared keys
-        raise RuntimeError(f"{spec.algo}'s result keys differ from result_keys: "
-                           f"{sorted(set(out) ^ result_keys(spec.algo))}")
-    return out
+    return result_type(spec.algo)(**out, **extra)
 
 
-def train(spec: RunSpec, progress=None) -> dict:
-    """Run one (algo, seed) to ``spec.total_steps`` env steps; see ``ALGOS``."""
+def train(spec: RunSpec, progress=None) -> LanderResult:
+    """Run one (algo, seed) to ``spec.total_steps`` env steps; see ``ALGOS``. The result is an
+    ``ActorCriticResult`` or a ``GRPOResult`` (``result_type``)."""
     torch.set_num_threads(1)
     if not isinstance(spec, RunSpec):     # a RunSpec checked itself when it was made
         raise ValueError(f"spec must be a RunSpec, got {type(spec).__name__}")

@@ -34,7 +34,7 @@ import numpy as np
 from grpo.pool import parallel_map
 from grpo.files import json_ready
 from grpo.runstore import command_line, cpu_timed, read_json, run_dir, write_json
-from grpo.lander import DIAGNOSTICS, LanderGRPOConfig, RunSpec, train
+from grpo.lander import DIAGNOSTICS, LanderGRPOConfig, LanderResult, RunSpec, train
 
 VALUE_SCALE = 100.0   # the size of the landing and crash rewards (+-100)
 ARMS = {
@@ -74,17 +74,17 @@ def first_rows(diagnostics: dict, n: int = FIRST_ITERATIONS) -> list[dict]:
             for i in range(min(n, len(diagnostics["env_steps"])))]
 
 
-def compact(run: dict, cpu_s: float) -> dict:
+def compact(run: LanderResult, cpu_s: float) -> dict:
     """What the chapter reads from one run: no weights, no curves beyond the validation one."""
     keep = ("env_steps", "iterations", "start_entropy", "visited_state_entropy", "sleep_gate",
             "outcomes", "kl_median", "clip_fraction_median", "clip_fraction_study_median",
             "approx_kl_median", "explained_variance_median", "group_return_std_median")
-    out = {k: run[k] for k in keep}
-    out.update({k: float(np.mean(run[key])) for k, key in (("det", "test_det"),
+    out = {k: getattr(run, k) for k in keep}
+    out.update({k: float(np.mean(getattr(run, key))) for k, key in (("det", "test_det"),
                                                            ("sampled", "test_sampled"),
                 ("final_det", "final_det"), ("final_sampled", "final_sampled"))})
-    out.update({"curve": {k: run["curve"][k] for k in ("env_steps", "det", "sampled")},
-                "first_iterations": first_rows(run["diagnostics"]), "cpu_s": round(cpu_s, 1)})
+    out.update({"curve": {k: run.curve[k] for k in ("env_steps", "det", "sampled")},
+                "first_iterations": first_rows(run.diagnostics), "cpu_s": round(cpu_s, 1)})
     return json_ready(out, nan_as_none=True)
 
 

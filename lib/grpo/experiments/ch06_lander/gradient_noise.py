@@ -163,8 +163,8 @@ def measure_gradient_noise(method: str) -> dict:
     out = {"method": method, "algo": cfg.algo, "train_cpu_s": round(train_cpu, 1),
            "checkpoints": []}
     for target in CHECKPOINTS:
-        steps, actor_state = _checkpoint(run["snapshots"], target)
-        critic = _checkpoint(run["critic_snapshots"], target)[1] if has_critic else None
+        steps, actor_state = _checkpoint(run.snapshots, target)
+        critic = _checkpoint(run.critic_snapshots, target)[1] if has_critic else None
         draws, cpu_s = cpu_timed(_batch_gradients, cfg, actor_state, critic, steps)
         grads = np.stack([g for g, _ in draws])
         out["checkpoints"].append({"env_steps": steps, "batch_steps": [n for _, n in draws],

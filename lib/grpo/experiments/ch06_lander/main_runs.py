@@ -26,7 +26,8 @@ from grpo.files import json_ready
 from grpo.pool import parallel_map
 from grpo.runstore import (command_line, cpu_timed, read_arrays, read_json, run_dir, write_arrays,
                            write_json_rows)
-from grpo.lander import A2C_CONFIG, ActorCriticConfig, LanderGRPOConfig, RunSpec, train
+from grpo.lander import (A2C_CONFIG, ActorCriticConfig, LanderGRPOConfig, RunSpec,
+                         result_from_fields, train)
 
 SEEDS = (0, 1, 2)
 EVAL_EVERY, VAL_EPISODES, TEST_EPISODES = 100_000, 16, 50
@@ -69,8 +70,8 @@ def _spec_record(s: RunSpec) -> dict:
     return {**asdict(s), "config": asdict(s.resolved_config())}
 
 
-def _key(run: dict, which: str) -> str:
-    return f"{run['algo']}/{run['seed']}/{which}"
+def _key(algo: str, seed: int, which: str) -> str:
+    return f"{algo}/{seed}/{which}"
 
 
 def store(results: list, runs: list, cpu_s: list, directory: Path | None = None) -> Path:
@@ -82,13 +83,14 @@ def store(results: list, runs: list, cpu_s: list, directory: Path | None = None)
     arrays, records = {}, []
     for run, cpu in zip(results, cpu_s):
         for which in WEIGHTS:
-            for name, t in run[which].items():
-                arrays[f"{_key(run, which)}/{name}"] = t.detach().cpu().numpy()
-        snapshots = run["snapshots"] if run["algo"] in SNAPSHOTS_KEPT else []
+            for name, t in getattr(run, which).items():
+                arrays[f"{_key(run.algo, run.seed, which)}/{name}"] = t.detach().cpu().numpy()
+        snapshots = run.snapshots if run.algo in SNAPSHOTS_KEPT else []
         for steps, state in snapshots:
             for name, t in state.items():
-                arrays[f"{_key(run, f'snapshot_{steps}')}/{name}"] = t.detach().cpu().numpy()
-        records.append({**{k: v for k, v in run.items() if k not in DROPPED},
+                key = _key(run.algo, run.seed, f"snapshot_{steps}")
+                arrays[f"{key}/{name}"] = t.detach().cpu().numpy()
+        records.append({**{k: v for k, v in run.as_dict().items() if k not in DROPPED},
                         "snapshot_steps": [steps for steps, _ in snapshots],
                         "cpu_s": round(cpu, 1)})
     write_arrays(directory / "weights.npz", arrays)
@@ -100,8 +102,9 @@ def store(results: list, runs: list, cpu_s: list, directory: Path | None = None)
 
 
 def load_stored(runs: list | None = None, directory: Path | None = None) -> list:
-    """The stored results, as ``train`` returned them for ``runs`` (weights as torch tensors);
-    ``runs`` defaults to ``specs()`` and must be the ones the file was written for."""
+    """The stored results, as ``train`` returned them for ``runs`` (weights as torch tensors;
+    ``train_returns`` and ``critic_snapshots``, not stored, are ``None``); ``runs`` defaults to
+    ``specs()`` and must be the ones the file was written for."""
     runs = specs() if runs is None else list(runs)
     directory = Path(directory or stored_dir())
     payload = read_json(directory / "runs.json", MODULE)
@@ -110,8 +113,8 @@ def load_stored(runs: list | None = None, directory: Path | None = None) -> list
                          f"re-run `python -m {MODULE}` after changing them")
     arrays = read_arrays(directory / "weights.npz")
 
-    def state(run, which):
-        prefix = _key(run, which) + "/"
+    def state(record, which):
+        prefix = _key(record["algo"], record["seed"], which) + "/"
         return {k[len(prefix):]: torch.from_numpy(v) for k, v in arrays.items()
                 if k.startswith(prefix)}
 
@@ -121,7 +124,8 @@ def load_stored(runs: list | None = None, directory: Path | None = None) -> list
         run.update({which: state(record, which) for which in WEIGHTS})
         run["snapshots"] = [(steps, state(record, f"snapshot_{steps}"))
                             for steps in record["snapshot_steps"]]
-        results.append(run)
+        run.update(train_returns=None, critic_snapshots=None)     # not stored
+        results.append(result_from_fields(run))
     return results
 
 

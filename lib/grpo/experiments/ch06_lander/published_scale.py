@@ -28,7 +28,7 @@ def main(argv=None) -> None:
         with tqdm(total=a.steps, desc=f"{a.algo} seed {seed}", unit="step", unit_scale=True) as bar:
             r, cpu_s = cpu_timed(train, RunSpec(a.algo, seed, a.steps, eval_every=a.eval_every),
                                  bar)
-        r = {k: v for k, v in r.items() if not k.endswith("_state") and k != "snapshots"}
+        r = {k: v for k, v in r.as_dict().items() if not k.endswith("_state") and k != "snapshots"}
         print(f"{a.algo} seed {seed}: test argmax {np.mean(r['test_det']):.1f}, "
               f"sampled {np.mean(r['test_sampled']):.1f} ({cpu_s:.0f} CPU-s)")
         runs.append(r)

@@ -18,7 +18,7 @@ from pathlib import Path
 import torch
 
 from grpo.lm.data import PROTOCOL
-from grpo.lm.model import GPT, GPTConfig, sample
+from grpo.lm.model import GPT, GPTConfig, Sampling, sample
 from grpo.lm.rl import RunConfig
 try:
     from grpo.lm.rl import train_lm_grpo
@@ -98,7 +98,7 @@ def shape_split(cfg, rows=256, prompt=30, new=50):
         opt.step()
 
     with torch.no_grad():
-        out = {"sample_cpu_s": cpu(lambda: sample(model, prompts, 1, new, 0.7, eos_id=-1)),
+        out = {"sample_cpu_s": cpu(lambda: sample(model, prompts, Sampling(1, new, 0.7), eos_id=-1)),
                "ref_cpu_s": cpu(lambda: model(ids[:, :-1]))}
     out["update_cpu_s"] = cpu(update)
     out["n_params"] = sum(p.numel() for p in model.parameters())

@@ -20,7 +20,7 @@ from pathlib import Path
 import torch
 
 from grpo.lm.data import make_splits
-from grpo.lm.model import GPT, GPTConfig, sample
+from grpo.lm.model import GPT, GPTConfig, Sampling, sample
 from grpo.lm.tokenizer import Tokenizer
 from grpo.lm.data import encode_problem
 from grpo.lm.train import SFTConfig, length_batches, sft
@@ -50,8 +50,9 @@ def main():
     ours = GPT(cfg).eval()
     prompts = torch.randint(3, cfg.vocab_size, (B, PROMPT))
     gen = torch.Generator().manual_seed(0)
-    t_ours = best_of(lambda: sample(ours, prompts, 1, NEW, 1.0, 1.0, gen, eos_id=-1))
-    t_unc = best_of(lambda: sample(ours, prompts, 1, NEW, 1.0, 1.0, gen, eos_id=-1, use_cache=False), reps=1)
+    t_ours = best_of(lambda: sample(ours, prompts, Sampling(1, NEW, 1.0, 1.0), gen, eos_id=-1))
+    t_unc = best_of(lambda: sample(ours, prompts, Sampling(1, NEW, 1.0, 1.0), gen, eos_id=-1,
+                                   use_cache=False), reps=1)
 
     import transformers
     hf_cfg = transformers.GPT2Config(
@@ -71,7 +72,7 @@ def main():
     t_hf64, t_hf32 = best_of(lambda: hf_generate(hf64, B)), best_of(lambda: hf_generate(hf32, B))
 
     small = prompts[:8]                            # one GRPO group: here per-step overhead matters
-    t_ours8 = best_of(lambda: sample(ours, small, 1, NEW, 1.0, 1.0, gen, eos_id=-1))
+    t_ours8 = best_of(lambda: sample(ours, small, Sampling(1, NEW, 1.0, 1.0), gen, eos_id=-1))
     t_hf64_8, t_hf32_8 = best_of(lambda: hf_generate(hf64, 8)), best_of(lambda: hf_generate(hf32, 8))
 
     enc = [encode_problem(tok, p) for p in train]

@@ -15,6 +15,7 @@ pytest.importorskip("transformers")
 from grpo.experiments import hf_cli as cli  # noqa: E402
 from grpo.lm import data, hf  # noqa: E402
 from grpo.lm.grpo import PRESETS  # noqa: E402
+from grpo.lm.model import Sampling  # noqa: E402
 from hf_stand_in import tiny_causal_lm  # noqa: E402
 
 torch.set_num_threads(1)
@@ -212,7 +213,7 @@ def test_sampler_logprobs_are_a_forward_pass_at_the_temperature_and_rows_stop_at
     biased = EosBiased(model, tokenizer.eos_token_id, 2.5)
     G, T, new = 4, 0.7, 20
     eos, pad = tokenizer.eos_token_id, tokenizer.pad_token_id
-    tokens, logp, mask = hf.sample_completions(biased, prompt_ids, prompt_mask, G, T, new, eos, pad,
+    tokens, logp, mask = hf.sample_completions(biased, prompt_ids, prompt_mask, Sampling(G, new, T), eos, pad,
                                                torch.Generator().manual_seed(0))
     lengths = mask.sum(1)
     assert tokens.shape == logp.shape == mask.shape == (3 * G, int(lengths.max()))
@@ -228,7 +229,7 @@ def test_sampler_logprobs_are_a_forward_pass_at_the_temperature_and_rows_stop_at
         attn = torch.cat([prompt_mask.repeat_interleave(G, 0), mask.long()], 1)
         full, _ = hf.hf_completion_logprobs(biased, ids, attn, prompt_ids.shape[1], T)
     assert (logp - full).abs()[mask].max() < 1e-5 and (shared - full).abs()[mask].max() < 1e-5
-    again = hf.sample_completions(biased, prompt_ids, prompt_mask, G, T, new, eos, pad,
+    again = hf.sample_completions(biased, prompt_ids, prompt_mask, Sampling(G, new, T), eos, pad,
                                   torch.Generator().manual_seed(0))
     assert torch.equal(again[0], tokens)                   # a seeded generator repeats the draw
 
@@ -237,8 +238,9 @@ def test_shared_prompt_logprobs_have_the_full_forward_gradient(tiny):
     """group_logprobs reads each prompt once, yet its gradient is that of G full sequences."""
     model, tokenizer, prompt_ids, prompt_mask = fast_path_inputs(tiny)
     G = 3
-    tokens, _, mask = hf.sample_completions(model, prompt_ids, prompt_mask, G, 1.0, 8, tokenizer.eos_token_id,
-                                            tokenizer.pad_token_id, torch.Generator().manual_seed(1))
+    tokens, _, mask = hf.sample_completions(model, prompt_ids, prompt_mask, Sampling(G, 8, 1.0),
+                                            tokenizer.eos_token_id, tokenizer.pad_token_id,
+                                            torch.Generator().manual_seed(1))
     ids = torch.cat([prompt_ids.repeat_interleave(G, 0), tokens], 1)
     attn = torch.cat([prompt_mask.repeat_interleave(G, 0), mask.long()], 1)
     grads = []
@@ -254,11 +256,11 @@ def test_shared_prompt_logprobs_have_the_full_forward_gradient(tiny):
 
 def test_sampler_bad_input(tiny):
     model, tokenizer, prompt_ids, prompt_mask = fast_path_inputs(tiny)
-    for args, message in (((prompt_ids, prompt_mask, 2, 0.0, 4), "temperature"),
-                          ((prompt_ids, prompt_mask, 2, float("nan"), 4), "temperature"),
-                          ((prompt_ids, prompt_mask[:, 1:], 2, 1.0, 4), "prompt ids and mask"),
-                          ((prompt_ids, prompt_mask, 0, 1.0, 4), "G >= 1"),
-                          ((prompt_ids, prompt_mask, 2, 1.0, 0), "max_new_tokens")):
+    two = Sampling(2, 4, 1.0)
+    for args, message in (((prompt_ids, prompt_mask[:, 1:], two), "prompt ids and mask"),
+                          ((prompt_ids, prompt_mask, {"n": 2}), "sampling must be a Sampling"),
+                          ((prompt_ids, prompt_mask, Sampling(2, 4, top_p=0.9)), "top_p 1"),
+                          ((prompt_ids, prompt_mask, Sampling(2, 4, greedy=True)), "not greedy")):
         with pytest.raises(ValueError, match=message):
             hf.sample_completions(model, *args, eos_id=tokenizer.eos_token_id)
     with pytest.raises(ValueError, match="tokens must be"):
@@ -274,13 +276,14 @@ def test_sampler_refuses_right_padded_prompts_and_boolean_temperatures(tiny):
     tokenizer.padding_side = "left"
     for ids, mask in ((enc.input_ids, enc.attention_mask), (prompt_ids, prompt_mask.flip(1))):
         with pytest.raises(ValueError, match="not left-padded"):
-            hf.sample_completions(model, ids, mask, 2, 1.0, 4, eos_id=tokenizer.eos_token_id)
+            hf.sample_completions(model, ids, mask, Sampling(2, 4, 1.0), eos_id=tokenizer.eos_token_id)
         with pytest.raises(ValueError, match="not left-padded"):
             hf.group_logprobs(model, ids, mask, torch.zeros(2 * len(ids), 3, dtype=torch.long), 1.0)
     with pytest.raises(ValueError, match="got True"):
-        hf.sample_completions(model, prompt_ids, prompt_mask, 2, True, 4, eos_id=tokenizer.eos_token_id)
-    runs = [hf.sample_completions(model, prompt_ids, prompt_mask, 2, t, 4, eos_id=tokenizer.eos_token_id,
-                                  generator=torch.Generator().manual_seed(0)) for t in (np.float32(0.5), 0.5)]
+        Sampling(2, 4, True)
+    runs = [hf.sample_completions(model, prompt_ids, prompt_mask, Sampling(2, 4, t),
+                                  eos_id=tokenizer.eos_token_id, generator=torch.Generator().manual_seed(0))
+            for t in (np.float32(0.5), 0.5)]
     assert all(torch.equal(a, b) for a, b in zip(*runs))
 
 

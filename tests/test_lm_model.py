@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from grpo.lm.data import make_splits
-from grpo.lm.model import (GPT, GPTConfig, check_temperature, greedy, join, load, sample, sample_plain, save,
-                           token_logprobs)
+from grpo.lm.model import (GPT, GPTConfig, Sampling, check_temperature, greedy, join, load, sample,
+                           sample_plain, save, token_logprobs)
 from grpo.lm.tokenizer import Tokenizer
 
 
@@ -67,7 +67,7 @@ def test_forward_shape_and_causality(model):
 
 @pytest.mark.parametrize("temperature, top_p", [(1.0, 1.0), (0.7, 0.9)])
 def test_cached_sampler_equals_uncached(model, temperature, top_p):
-    out = [sample(model, PROMPTS, n=4, max_new_tokens=30, temperature=temperature, top_p=top_p,
+    out = [sample(model, PROMPTS, Sampling(n=4, max_new_tokens=30, temperature=temperature, top_p=top_p),
                   generator=torch.Generator().manual_seed(3), eos_id=1, use_cache=c) for c in (True, False)]
     assert torch.equal(out[0][0], out[1][0]) and torch.equal(out[0][2], out[1][2])
     assert torch.allclose(out[0][1], out[1][1], atol=1e-5)
@@ -78,7 +78,7 @@ def test_cached_sampler_equals_uncached(model, temperature, top_p):
 def test_the_plain_sampler_draws_what_the_cached_one_draws(model, prompt, temperature, eos_id):
     """Chapter 7's plain sampler (the whole sequence through the model every step) and the KV-cached
     fast path, from the same generator: the same tokens, one by one, and the same log-probs."""
-    cached = sample(model, [prompt], 6, 30, temperature, generator=torch.Generator().manual_seed(2),
+    cached = sample(model, [prompt], Sampling(6, 30, temperature), generator=torch.Generator().manual_seed(2),
                     eos_id=eos_id)
     plain = sample_plain(model, prompt, 6, 30, temperature, generator=torch.Generator().manual_seed(2),
                          eos_id=eos_id)
@@ -92,8 +92,8 @@ def test_the_plain_sampler_draws_what_the_cached_one_draws(model, prompt, temper
 def test_the_plain_sampler_stops_when_every_row_has_ended(peaked):
     widths = []                                           # token 2 is the likeliest after the prompt
     for seed in range(8):
-        cached = sample(peaked, [[3, 5, 2]], 4, 12, 1.0, generator=torch.Generator().manual_seed(seed),
-                        eos_id=2)
+        cached = sample(peaked, [[3, 5, 2]], Sampling(4, 12, 1.0),
+                        generator=torch.Generator().manual_seed(seed), eos_id=2)
         plain = sample_plain(peaked, [3, 5, 2], 4, 12, 1.0, generator=torch.Generator().manual_seed(seed),
                              eos_id=2)
         assert all(torch.equal(a, b) for a, b in zip(cached[::2], plain[::2]))
@@ -103,7 +103,7 @@ def test_the_plain_sampler_stops_when_every_row_has_ended(peaked):
 
 
 def test_sampled_logprobs_equal_a_fresh_forward(model):
-    tokens, lp, mask = sample(model, PROMPTS, n=4, max_new_tokens=30, temperature=0.7,
+    tokens, lp, mask = sample(model, PROMPTS, Sampling(n=4, max_new_tokens=30, temperature=0.7),
                               generator=torch.Generator().manual_seed(0), eos_id=1)
     ids, cmask = join(PROMPTS, 4, tokens, mask)
     fresh = token_logprobs(model, ids, cmask, temperature=0.7)
@@ -119,8 +119,8 @@ def test_rows_do_not_depend_on_the_other_prompts(model):
 
 
 def test_sampling_stops_at_eos_and_is_seeded(model):
-    a = sample(model, PROMPTS, 8, 30, generator=torch.Generator().manual_seed(5), eos_id=7)
-    b = sample(model, PROMPTS, 8, 30, generator=torch.Generator().manual_seed(5), eos_id=7)
+    a = sample(model, PROMPTS, Sampling(8, 30), generator=torch.Generator().manual_seed(5), eos_id=7)
+    b = sample(model, PROMPTS, Sampling(8, 30), generator=torch.Generator().manual_seed(5), eos_id=7)
     assert all(torch.equal(x, y) for x, y in zip(a, b))
     tokens, _, mask = a
     for row, m in zip(tokens, mask):
@@ -130,20 +130,25 @@ def test_sampling_stops_at_eos_and_is_seeded(model):
 
 
 def test_sample_bad_input(model):
+    five = Sampling(1, 5)
     with pytest.raises(ValueError, match="empty"):
-        sample(model, [[]], 1, 5)
+        sample(model, [[]], five)
     with pytest.raises(ValueError, match="non-empty"):
-        sample(model, [], 1, 5)
+        sample(model, [], five)
     with pytest.raises(ValueError, match="max_len"):
-        sample(model, [list(range(3, 63))], 1, 5)
-    with pytest.raises(ValueError, match="temperature"):
-        sample(model, PROMPTS, 1, 5, temperature=0.0)
-    with pytest.raises(ValueError, match="temperature"):
-        sample(model, PROMPTS, 1, 5, temperature=-1.0)
+        sample(model, [list(range(3, 63))], five)
     with pytest.raises(ValueError, match="token ids"):
-        sample(model, [[3, 300]], 1, 5)
-    with pytest.raises(ValueError, match="top_p"):
-        sample(model, PROMPTS, 1, 5, top_p=0.0)
+        sample(model, [[3, 300]], five)
+    with pytest.raises(ValueError, match="sampling must be a Sampling, got dict"):
+        sample(model, PROMPTS, {"n": 1, "max_new_tokens": 5})
+    # how to draw is checked once, when it is made
+    for bad, field in (({"temperature": 0.0}, "temperature"), ({"temperature": -1.0}, "temperature"),
+                       ({"temperature": float("nan")}, "temperature"), ({"top_p": 0.0}, "top_p"),
+                       ({"top_p": 1.5}, "top_p"), ({"n": 0}, "n"), ({"n": 2.0}, "n"),
+                       ({"max_new_tokens": 0}, "max_new_tokens"), ({"greedy": 1}, "greedy")):
+        with pytest.raises(ValueError, match=f"Sampling.{field} must"):
+            Sampling(**bad)
+    assert Sampling(temperature=0.0, greedy=True).greedy      # greedy reads no temperature
     with pytest.raises(ValueError):
         token_logprobs(model, torch.ones(2, 5, dtype=torch.long), torch.ones(2, 4, dtype=torch.bool))
     with pytest.raises(ValueError):
@@ -196,7 +201,7 @@ def test_gpt_config_is_checked_when_made(changes, match):
 
 
 def test_join_refuses_tokens_that_do_not_match_the_prompts(model):
-    tokens, _, mask = sample(model, PROMPTS, n=2, max_new_tokens=5,
+    tokens, _, mask = sample(model, PROMPTS, Sampling(n=2, max_new_tokens=5),
                              generator=torch.Generator().manual_seed(0),
                              eos_id=1)
     join(PROMPTS, 2, tokens, mask)
@@ -212,7 +217,7 @@ def test_temperatures_numpy_floats_pass_and_booleans_fail(model):
     for bad in (True, 0.0, -1.0, float("nan"), float("inf"), "0.7", None):
         with pytest.raises(ValueError, match="temperature must be a finite number > 0"):
             check_temperature(bad)
-    tokens, _, mask = sample(model, PROMPTS, n=2, max_new_tokens=5,
+    tokens, _, mask = sample(model, PROMPTS, Sampling(n=2, max_new_tokens=5),
                              generator=torch.Generator().manual_seed(0),
                              eos_id=1)
     ids, cmask = join(PROMPTS, 2, tokens, mask)
@@ -224,15 +229,15 @@ def test_temperatures_numpy_floats_pass_and_booleans_fail(model):
 
 def test_numpy_int_prompts_are_prompts(model):
     gen = lambda: torch.Generator().manual_seed(1)                              # noqa: E731
-    plain = sample(model, PROMPTS, 2, 6, generator=gen(), eos_id=1)
+    plain = sample(model, PROMPTS, Sampling(2, 6), generator=gen(), eos_id=1)
     as_numpy = [np.array(p, dtype=np.int64) for p in PROMPTS]
     for prompts in (as_numpy, [[np.int32(t) for t in p] for p in PROMPTS]):
-        again = sample(model, prompts, 2, 6, generator=gen(), eos_id=1)
+        again = sample(model, prompts, Sampling(2, 6), generator=gen(), eos_id=1)
         assert all(torch.equal(a, b) for a, b in zip(plain, again))
-    one = sample(model, [np.int64(t) for t in PROMPTS[0]], 2, 6, generator=gen(), eos_id=1)
-    assert torch.equal(one[0], sample(model, PROMPTS[0], 2, 6, generator=gen(), eos_id=1)[0])
+    one = sample(model, [np.int64(t) for t in PROMPTS[0]], Sampling(2, 6), generator=gen(), eos_id=1)
+    assert torch.equal(one[0], sample(model, PROMPTS[0], Sampling(2, 6), generator=gen(), eos_id=1)[0])
     with pytest.raises(ValueError, match="list of int token ids"):
-        sample(model, [[5, 6.5]], 1, 5)
+        sample(model, [[5, 6.5]], Sampling(1, 5))
 
 
 
@@ -247,8 +252,8 @@ def peaked():
 
 
 def first_token_counts(model, prompt, temperature, top_p=1.0, n=20_000, seed=0):
-    tokens, logp, _ = sample(model, [prompt], n=n, max_new_tokens=1, temperature=temperature, top_p=top_p,
-                             generator=torch.Generator().manual_seed(seed), eos_id=0)
+    how = Sampling(n=n, max_new_tokens=1, temperature=temperature, top_p=top_p)
+    tokens, logp, _ = sample(model, [prompt], how, generator=torch.Generator().manual_seed(seed), eos_id=0)
     return torch.bincount(tokens[:, 0], minlength=model.cfg.vocab_size).double(), tokens[:, 0], logp[:, 0]
 
 

@@ -9,13 +9,6 @@ MOST = 8
 
 # "module:function" -> why it still takes more than MOST parameters
 OVER_EIGHT = {
-    "lm/model.py:sample": "sampler settings (n, max_new_tokens, temperature, top_p, greedy) beside "
-                          "the ids; a Sampling config would fit, not done: about 50 call sites, "
-                          "chapters 7 to 12 among them",
-    "lm/model.py:_sample_uncached": "sample's path without a KV cache, with sample's arguments",
-    "lm/hf.py:sample_completions": "the same sampler settings as model.sample, for a Hugging Face "
-                                   "model",
-    "lm/eval.py:completions": "the same sampler settings, plus the batch size",
     "lm/model.py:completion_logprobs": "tensors (prompts, tokens, mask) and how to read them "
                                        "(n, temperature, entropy, pad_id, chunk); no config holds "
                                        "these",

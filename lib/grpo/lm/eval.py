@@ -22,7 +22,7 @@ from grpo.seeding import seeded_generator
 from grpo import checks
 
 from .data import encode_problem
-from .model import sample
+from .model import Sampling, sample
 from .verifier import check_annotations, reference_answer, reward, strict_reward
 
 
@@ -47,8 +47,8 @@ class EvalConfig:
         checks.boolean("EvalConfig.at_start", self.at_start)
 
 
-def completions(model, tok, problems, n=1, temperature=None, generator=None, top_p=1.0,
-                max_new_tokens=96, batch=256) -> list[list[str]]:
+def completions(model, tok, problems, n=1, temperature=None, generator=None, max_new_tokens=96,
+                batch=256) -> list[list[str]]:
     """``n`` completions (texts) per problem: greedy if ``temperature`` is None, else sampled."""
     if not isinstance(n, int) or n < 1:
         raise ValueError(f"n must be an int >= 1 (completions per problem), got {n!r}")
@@ -61,12 +61,9 @@ def completions(model, tok, problems, n=1, temperature=None, generator=None, top
     per = max(1, batch // n)
     for i in range(0, len(problems), per):
         prompts = [encode_problem(tok, p)[0] for p in problems[i:i + per]]
-        if temperature is None:
-            tokens, _, mask = sample(model, prompts, 1, max_new_tokens, eos_id=tok.eos_id,
-                                     greedy=True)
-        else:
-            tokens, _, mask = sample(model, prompts, n, max_new_tokens, temperature, top_p,
-                                     generator, eos_id=tok.eos_id)
+        sampling = (Sampling(max_new_tokens=max_new_tokens, greedy=True) if temperature is None
+                    else Sampling(n, max_new_tokens, temperature))
+        tokens, _, mask = sample(model, prompts, sampling, generator, eos_id=tok.eos_id)
         texts = [tok.decode(row[m].tolist()) for row, m in zip(tokens, mask)]
         k = 1 if temperature is None else n
         out += [texts[j:j + k] for j in range(0, len(texts), k)]

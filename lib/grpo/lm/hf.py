@@ -42,7 +42,7 @@ import torch
 
 from grpo import checks
 from grpo.lm.grpo import LossOptions
-from grpo.lm.model import check_temperature, logprobs_at_temperature
+from grpo.lm.model import Sampling, logprobs_at_temperature
 from grpo.lm.rl import HF_ADAM_BETAS, Batch, grpo_iteration, lm_adam
 
 INSTRUCTION = "Solve the problem step by step. End with a line '#### <number>'."
@@ -161,22 +161,26 @@ def _check_left_padded(prompt_ids, prompt_mask) -> None:
 
 
 @torch.no_grad()
-def sample_completions(model, prompt_ids, prompt_mask, G: int, temperature: float,
-                       max_new_tokens: int, eos_id: int, pad_id: int = 0, generator=None):
-    """G completions of each prompt with a KV cache: ``tokens, logprobs, mask``, each (B*G, L).
+def sample_completions(model, prompt_ids, prompt_mask, sampling: Sampling, eos_id: int,
+                       pad_id: int = 0, generator=None):
+    """G = ``sampling.n`` completions of each prompt with a KV cache: ``tokens, logprobs, mask``,
+    each (B*G, L).
 
     Rows are prompt 0's G completions, then prompt 1's. Each prompt is read once and its cache
     copied G times; a row leaves the batch at its ``eos_id``. ``logprobs`` is log pi(token) under
     softmax(logits / temperature), the distribution sampled from (pure sampling: an exponential
-    race, argmax p / E with E ~ Exp(1)). ``mask`` is True up to and including the first eos; after
-    it tokens are ``pad_id`` and log-probs 0. L <= max_new_tokens is the longest completion.
+    race, argmax p / E with E ~ Exp(1); no top-p, no greedy). ``mask`` is True up to and including
+    the first eos; after it tokens are ``pad_id`` and log-probs 0. L <= max_new_tokens is the
+    longest completion.
     """
     from transformers import DynamicCache
-    if prompt_ids.ndim != 2 or prompt_ids.shape != prompt_mask.shape or G < 1 or max_new_tokens < 1:
-        raise ValueError(f"need (B, P) prompt ids and mask, G >= 1, max_new_tokens >= 1; got "
-                         f"{tuple(prompt_ids.shape)}, {tuple(prompt_mask.shape)}, G={G}, "
-                         f"{max_new_tokens}")
-    temperature = check_temperature(temperature)
+    if not isinstance(sampling, Sampling) or sampling.greedy or sampling.top_p != 1:
+        raise ValueError(f"sampling must be a Sampling that draws from the whole softmax (top_p 1, "
+                         f"not greedy), got {sampling!r}")
+    if prompt_ids.ndim != 2 or prompt_ids.shape != prompt_mask.shape:
+        raise ValueError(f"need (B, P) prompt ids and mask; got {tuple(prompt_ids.shape)}, "
+                         f"{tuple(prompt_mask.shape)}")
+    G, temperature, max_new_tokens = sampling.n, sampling.temperature, sampling.max_new_tokens
     _check_left_padded(prompt_ids, prompt_mask)
     B, P = prompt_ids.shape
     N, device = B * G, prompt_ids.device
@@ -292,9 +296,10 @@ def grpo_step(policy, ref, tokenizer, optimizer, questions, answers, cfg: HFConf
         policy.eval()
         prompt_ids, prompt_mask = encode_prompts(tokenizer, questions, policy.device,
                                                  cfg.instruction, render)
-        tokens, _, mask = sample_completions(policy, prompt_ids, prompt_mask, G, cfg.temperature,
-                                             cfg.max_new_tokens, tokenizer.eos_token_id,
-                                             tokenizer.pad_token_id, generator)
+        sampling = Sampling(n=G, max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature)
+        tokens, _, mask = sample_completions(policy, prompt_ids, prompt_mask, sampling,
+                                             tokenizer.eos_token_id, tokenizer.pad_token_id,
+                                             generator)
         # pads after the eos drop out
         texts = tokenizer.batch_decode(tokens, skip_special_tokens=True)
         answers_per_completion = [a for a in answers for _ in range(G)]

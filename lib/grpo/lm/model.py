@@ -10,15 +10,16 @@ Sampling (what GRPO needs)
     ``sample_plain(model, prompt, n, max_new_tokens, temperature, generator, eos_id)`` is the idea
     in a dozen lines (the whole sequence through the model at every step); ``sample`` is the fast
     path, drawing the same tokens from the same generator:
-    ``sample(model, prompt_ids, n, max_new_tokens, temperature, top_p, generator, eos_id)``
-    -> ``tokens, logprobs, mask``, each (len(prompt_ids) * n, L) with L <= max_new_tokens. Rows are
+    ``sample(model, prompt_ids, Sampling(n, max_new_tokens, temperature, top_p), generator,
+    eos_id)`` -> ``tokens, logprobs, mask``, each (len(prompt_ids) * n, L) with
+    L <= max_new_tokens. ``Sampling`` holds how to draw, checked once when it is made. Rows are
     prompt 0's n samples, then prompt 1's, and so on. ``logprobs[b, t]`` is log pi(token | prefix)
     under the distribution the token was drawn from, softmax(logits / temperature) (renormalised
     over the top-p set when top_p < 1): at top_p = 1, the number ``token_logprobs`` gives, so GRPO's
     pi_old needs no second forward pass. ``mask`` is True
     on generated tokens up to and including ``<eos>``; after it, tokens are ``pad_id`` and log-probs
-    0. ``greedy=True`` takes the argmax (log-probs then at temperature 1); ``use_cache=False``
-    recomputes the whole prefix at every step (slow; it checks the cache).
+    0. ``Sampling(greedy=True)`` takes the argmax (log-probs then at temperature 1);
+    ``use_cache=False`` recomputes the whole prefix at every step (slow; it checks the cache).
 ``greedy(model, prompt_ids, max_new_tokens, eos_id)``
     the argmax completions, for evaluation.
 ``token_logprobs(model, ids, mask, temperature)``
@@ -239,10 +240,38 @@ def sample_plain(model, prompt: list[int], n: int = 1, max_new_tokens: int = 64,
     return _finish_sample(torch.stack(tokens, 1), torch.stack(logprobs, 1), eos_id, pad_id)
 
 
+@dataclass(frozen=True)
+class Sampling:
+    """How ``sample`` draws: ``n`` completions of each prompt, each up to ``max_new_tokens``
+    tokens, from softmax(logits / ``temperature``) renormalised over the top-``top_p`` set; or,
+    with ``greedy``, the argmax (its log-probs then at temperature 1; ``temperature`` unused)."""
+    n: int = 1
+    max_new_tokens: int = 64
+    temperature: float = 1.0
+    top_p: float = 1.0
+    greedy: bool = False
+
+    def __post_init__(self):
+        for name in ("n", "max_new_tokens"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+                raise ValueError(f"Sampling.{name} must be an int >= 1, got {value!r}")
+        if not isinstance(self.greedy, bool):
+            raise ValueError(f"Sampling.greedy must be True or False, got {self.greedy!r}")
+        if not self.greedy:     # as a float (a NumPy float samples what the same float does)
+            object.__setattr__(self, "temperature",
+                               check_temperature(self.temperature, "Sampling.temperature"))
+        if isinstance(self.top_p, bool) or not isinstance(self.top_p, numbers.Real) \
+                or not 0 < self.top_p <= 1:
+            raise ValueError(f"Sampling.top_p must be in (0, 1], got {self.top_p!r}")
+        object.__setattr__(self, "top_p", float(self.top_p))
+
+
 @torch.no_grad()
-def sample(model, prompt_ids, n=1, max_new_tokens=64, temperature=1.0, top_p=1.0, generator=None,
-           eos_id=1, pad_id=0, greedy=False, use_cache=True):
-    """Sample ``n`` completions of each prompt, batched, with a KV cache. See the module docstring.
+def sample(model, prompt_ids, sampling: Sampling = Sampling(), generator=None, eos_id=1,
+           pad_id=0, use_cache=True):
+    """Draw ``sampling.n`` completions of each prompt, batched, with a KV cache. See the module
+    docstring.
 
     Each prompt is run once and its keys and values copied to its ``n`` rows. Prompts of different
     lengths are left-padded; each row gets its own positions and a mask that hides the padding.
@@ -250,17 +279,14 @@ def sample(model, prompt_ids, n=1, max_new_tokens=64, temperature=1.0, top_p=1.0
     depend on the other rows; rows that have finished are dropped from the batch once a quarter of
     it has.
     """
+    if not isinstance(sampling, Sampling):
+        raise ValueError(f"sampling must be a Sampling, got {type(sampling).__name__}")
+    n, max_new_tokens, top_p, greedy = (sampling.n, sampling.max_new_tokens, sampling.top_p,
+                                        sampling.greedy)
     prompts = _check_prompts(model, prompt_ids, max_new_tokens)
-    if not greedy and not (temperature > 0 and math.isfinite(temperature)):
-        raise ValueError(f"temperature must be > 0 when sampling, got {temperature}")
-    if not 0 < top_p <= 1:
-        raise ValueError(f"top_p must be in (0, 1], got {top_p}")
-    if n < 1:
-        raise ValueError(f"n must be >= 1, got {n}")
-    temperature = 1.0 if greedy else float(temperature)
+    temperature = 1.0 if greedy else float(sampling.temperature)
     if not use_cache:
-        return _sample_uncached(model, prompts, n, max_new_tokens, temperature, top_p, generator,
-                                eos_id, pad_id, greedy)
+        return _sample_uncached(model, prompts, sampling, generator, eos_id, pad_id)
     cfg, B = model.cfg, len(prompts) * n
     ids, valid, plen, pos, mask = _left_padded(prompts, pad_id)
     P, hd = ids.shape[1], cfg.d_model // cfg.n_head
@@ -306,10 +332,12 @@ def sample(model, prompt_ids, n=1, max_new_tokens=64, temperature=1.0, top_p=1.0
     return _finish_sample(out_tok[:, :t + 1], out_lp[:, :t + 1], eos_id, pad_id)
 
 
-def _sample_uncached(model, prompts, n, max_new_tokens, temperature, top_p, generator, eos_id,
-                     pad_id, greedy):
+def _sample_uncached(model, prompts, sampling: Sampling, generator, eos_id, pad_id):
     """``sample`` without a cache: every step recomputes every row's whole prefix (slow; the tests
     check the cached sampler against it, draw for draw)."""
+    n, max_new_tokens, top_p, greedy = (sampling.n, sampling.max_new_tokens, sampling.top_p,
+                                        sampling.greedy)
+    temperature = 1.0 if greedy else float(sampling.temperature)
     ids, valid, plen, pos, _ = _left_padded([p for p in prompts for _ in range(n)], pad_id)
     B, P = ids.shape
     out_tok = torch.full((B, max_new_tokens), pad_id, dtype=torch.long)
@@ -344,8 +372,8 @@ def _finish_sample(out_tok, out_lp, eos_id, pad_id):
 
 def greedy(model, prompt_ids, max_new_tokens=64, eos_id=1, pad_id=0):
     """Argmax completions of each prompt: ``tokens, mask`` (see ``sample``)."""
-    tokens, _, mask = sample(model, prompt_ids, 1, max_new_tokens, eos_id=eos_id, pad_id=pad_id,
-                             greedy=True)
+    tokens, _, mask = sample(model, prompt_ids, Sampling(max_new_tokens=max_new_tokens,
+                                                         greedy=True), eos_id=eos_id, pad_id=pad_id)
     return tokens, mask
 
 

@@ -32,7 +32,7 @@ from grpo.seeding import seeded_generator
 from .data import PROTOCOL, encode_problem
 from .eval import EvalConfig, completions, evaluate, outcomes, rewards, score
 from .grpo import LossOptions, dynamic_sampling, grpo_update
-from .model import DTYPE, completion_logprobs, sample
+from .model import DTYPE, Sampling, completion_logprobs, sample
 from .verifier import random_rewards, reference_answer, reward, strict_reward
 from .train import SFTConfig, check_betas, length_batches, sft, sft_loss
 
@@ -138,8 +138,8 @@ def sample_groups(policy, tok, problems, cfg: RunConfig, generator,
     ``cfg.reward="random"`` the rewards ignore the answers: each is 1 with probability the batch's
     verifier success rate (``coins`` flips them), so the expected gradient carries no signal."""
     prompts = [encode_problem(tok, p)[0] for p in problems]
-    tokens, logp, mask = sample(policy, prompts, cfg.G, cfg.max_new_tokens, cfg.temperature,
-                                generator=generator, eos_id=tok.eos_id)
+    sampling = Sampling(n=cfg.G, max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature)
+    tokens, logp, mask = sample(policy, prompts, sampling, generator, eos_id=tok.eos_id)
     texts = [tok.decode(t[m].tolist()) for t, m in zip(tokens, mask)]
     kind = "verifier" if cfg.reward == "random" else cfg.reward
     r = torch.tensor([score(problems[i // cfg.G], x, kind, cfg.max_new_tokens, int(m.sum()))

@@ -32,6 +32,7 @@ from grpo.experiments.ch11_pretrained.registry import (greedy_texts, read_run, r
                                                         replayed, retrain_runs, with_cpu_s,
                                                         store_runs, train_from_problems)
 from grpo.lm.hf import encode_prompts, load_model, sample_completions
+from grpo.lm.model import Sampling
 from grpo.lm.verifier import last_number_reward
 from grpo.runstore import bits, run_dir, unbits, writable
 from grpo.stats import Lift, paired_lift
@@ -78,14 +79,14 @@ def samples_under_prompt(model, tok, problems, prompt: str, samples: int, seed: 
     generator seeded with ``seed``: their texts (problem by problem, prefix included) and whether
     each ended (0/1 string)."""
     model.eval()
+    sampling = Sampling(samples, RECIPE.max_new_tokens, RECIPE.temperature)
     gen = torch.Generator().manual_seed(seed)
     texts, ended = [], []
     for i in range(0, len(problems), 4):
         batch = problems[i:i + 4]
         ids, mask = encode_prompts(tok, [p["question"] for p in batch], model.device,
                                    render=renderer(prompt))
-        tokens, _, _ = sample_completions(model, ids, mask, samples, RECIPE.temperature,
-                                          RECIPE.max_new_tokens, tok.eos_token_id,
+        tokens, _, _ = sample_completions(model, ids, mask, sampling, tok.eos_token_id,
                                           tok.pad_token_id, gen)
         ended += (tokens == tok.eos_token_id).any(1).tolist()
         prefixes = [D.answer_prefix(prompt, p["question"]) for p in batch for _ in range(samples)]

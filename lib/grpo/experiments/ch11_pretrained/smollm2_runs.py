@@ -37,6 +37,7 @@ from grpo.experiments.ch11_pretrained.registry import (greedy_texts, read_run, r
                                                         replayed, retrain_runs, store_runs,
                                                         train_from_problems)
 from grpo.lm.hf import (HFConfig, encode_prompts, load_model, chat_prompt_text, sample_completions)
+from grpo.lm.model import Sampling
 from grpo.lm.verifier import (equations_in, last_number, last_number_reward, random_rewards,
                               reference_answer)
 from grpo.runstore import bits, cpu_timed, run_dir, unbits, writable
@@ -158,13 +159,13 @@ def sampled(model, tok, probs, seed: int = PROTOCOL.eval_seed) -> dict:
     per-token entropy."""
     model.eval()
     gen = torch.Generator().manual_seed(seed)
+    sampling = Sampling(SAMPLED_G, RECIPE.max_new_tokens, RECIPE.temperature)
     right, surprisal, tokens = [], 0.0, 0
     for i in range(0, len(probs), 10):
         batch = probs[i:i + 10]
         ids, mask = encode_prompts(tok, [p["question"] for p in batch], model.device,
                                    instruction="")
-        toks, logp, m = sample_completions(model, ids, mask, SAMPLED_G, RECIPE.temperature,
-                                           RECIPE.max_new_tokens, tok.eos_token_id,
+        toks, logp, m = sample_completions(model, ids, mask, sampling, tok.eos_token_id,
                                            tok.pad_token_id, gen)
         texts = tok.batch_decode(toks, skip_special_tokens=True)
         answers = [p["answer"] for p in batch for _ in range(SAMPLED_G)]

@@ -35,7 +35,7 @@ from grpo import checks
 from grpo.lm.addition import addition_tokenizer
 from grpo.lm.data import PROTOCOL, encode_problem
 from grpo.lm.eval import EvalConfig
-from grpo.lm.model import sample
+from grpo.lm.model import Sampling, sample
 from grpo.lm.rl import RunConfig, train_lm_grpo
 from grpo.lm.verifier import reward
 from grpo.pool import parallel_map
@@ -109,8 +109,8 @@ def lengths_and_verdicts(model, tok, problems, n: int, seed: int, max_new_tokens
     """``n`` samples of each problem at T 0.7: ``(lengths, right)``, two (problems, n) int arrays,
     each completion's token count (its <eos> included) and the verifier's 0/1."""
     prompts = [encode_problem(tok, p)[0] for p in problems]
-    tokens, _, mask = sample(model, prompts, n, max_new_tokens, 0.7,
-                             generator=seeded_generator(seed), eos_id=tok.eos_id)
+    tokens, _, mask = sample(model, prompts, Sampling(n, max_new_tokens, 0.7),
+                             seeded_generator(seed), eos_id=tok.eos_id)
     texts = [tok.decode(t[m].tolist()) for t, m in zip(tokens, mask)]
     right = [int(reward(x, problems[i // n]["answer"])) for i, x in enumerate(texts)]
     return (mask.sum(1).reshape(-1, n).numpy().astype(int),

@@ -270,8 +270,9 @@ def train_lm_grpo(policy, tok, train: list[dict], test: list[dict], cfg: RunConf
     ref = copy.deepcopy(policy).eval().requires_grad_(False) if cfg.beta > 0 else None
     optimizer = lm_adam(policy.parameters(), cfg.lr)
     log, evals = {k: [] for k in LOG_KEYS}, {}
+    pool = train if cfg.train_pool else None   # with train_pool, the practised problems are scored
     if cfg.evaluation.at_start:
-        _evaluate_into(evals, 0, policy, tok, train, test, cfg)
+        _evaluate_into(evals, 0, policy, tok, test, cfg, pool)
     for it in range(1, cfg.iterations + 1):
         optimizer.param_groups[0]["lr"] = warmed_up_lr(cfg.lr, it, cfg.warmup)
         # Sample and score, read the reference, take K steps of the loss (CPU seconds of each).
@@ -282,7 +283,7 @@ def train_lm_grpo(policy, tok, train: list[dict], test: list[dict], cfg: RunConf
         for k in LOG_KEYS:
             log[k].append(row[k])
         if it % cfg.evaluation.every == 0 or it == cfg.iterations:
-            _evaluate_into(evals, it, policy, tok, train, test, cfg)
+            _evaluate_into(evals, it, policy, tok, test, cfg, pool)
         if progress is not None:
             progress(it, log, evals)
     return {"config": asdict(cfg), "log": log, "evals": evals,
@@ -307,11 +308,12 @@ def _final_outcomes(policy, tok, test, cfg: RunConfig) -> dict:
     return out
 
 
-def _evaluate_into(evals, it, policy, tok, train, test, cfg) -> None:
-    """Append iteration ``it``'s held-out greedy and sampled accuracy (and, with ``train_pool``, the
-    practised problems' own) to ``evals``."""
+def _evaluate_into(evals, it, policy, tok, test, cfg, pool=None) -> None:
+    """Append iteration ``it``'s held-out greedy and sampled accuracy (``cfg.evaluation``'s) to
+    ``evals``, and with ``pool``, the practised problems' own (keys ``pool_greedy``,
+    ``pool_sampled``)."""
     ev = cfg.evaluation
-    sets = {"": test[:ev.problems], "pool_": train if getattr(cfg, "train_pool", 0) else None}
+    sets = {"": test[:ev.problems], "pool_": pool}
     evals.setdefault("iteration", []).append(it)
     for prefix, problems in sets.items():
         if problems is not None:
@@ -396,7 +398,7 @@ def expert_iteration(policy, tok, train: list[dict], test: list[dict], cfg: EICo
     log, evals = {"iteration": [], "reward_mean": [], "kept": [], "loss_mean": []}, {}
     if cfg.evaluation.at_start:
         policy.eval()
-        _evaluate_into(evals, 0, policy, tok, train, test, cfg)
+        _evaluate_into(evals, 0, policy, tok, test, cfg)
     for it in range(1, cfg.iterations + 1):
         for group in opt.param_groups:
             group["lr"] = warmed_up_lr(cfg.lr, it, cfg.warmup)
@@ -424,7 +426,7 @@ def expert_iteration(policy, tok, train: list[dict], test: list[dict], cfg: EICo
             log[key].append(value)
         if it % cfg.evaluation.every == 0 or it == cfg.iterations:
             policy.eval()
-            _evaluate_into(evals, it, policy, tok, train, test, cfg)
+            _evaluate_into(evals, it, policy, tok, test, cfg)
     policy.eval()
     return {"config": asdict(cfg), "log": log, "evals": evals}
 

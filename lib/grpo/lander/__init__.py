@@ -30,15 +30,13 @@ from .losses import (GROUP_EPS, GRPOLossGrad, PPOLossGrad, baseline_advantages, 
                      normalize_advantages, outcome_advantages, ppo_loss_grad, process_advantages,
                      ratio_stats, returns_to_go, step_weights, surrogate_slope, time_baseline)
 from .report import summarize
-from .trainers import (A2C_CONFIG, ALGOS, DEFAULT_CONFIGS, DIAGNOSTICS, ActorCriticConfig,
-                       ActorCriticResult, GRPOResult, LanderResult, is_grpo, result_from_fields,
-                       result_type,
-                       GroupBatch, IterationLog, LanderGRPOConfig, GRPOControls, LEARNED_BASELINES,
-                       PPO_DIAGNOSTICS, PPODiagnostics, RolloutBatch, RunSpec, critic_inputs,
-                       lander_critic_values, rollout_batch,
-                       episode_advantages, gae_targets, gradient_agreement, group_batch,
-                       log_diagnostics, minibatches, train, train_actor_critic,
-                       train_lander_grpo)
+from .trainers import (A2C_CONFIG, ALGOS, DEFAULT_CONFIGS, DIAGNOSTICS, LEARNED_BASELINES,
+                       PPO_DIAGNOSTICS, ActorCriticConfig, ActorCriticResult, GRPOControls,
+                       GRPOResult, GroupBatch, IterationLog, LanderGRPOConfig, LanderResult,
+                       PPODiagnostics, RolloutBatch, RunSpec, critic_inputs, episode_advantages,
+                       gae_targets, gradient_agreement, group_batch, is_grpo, lander_critic_values,
+                       log_diagnostics, minibatches, result_from_fields, result_type,
+                       rollout_batch, train, train_actor_critic, train_lander_grpo)
 
 __all__ = [name for name in dir() if not name.startswith("__")
            and name not in ("env", "losses", "report", "trainers")]

@@ -69,10 +69,11 @@ def time_ours(model_dir, rows, cfg=OURS, steps_timed=STEPS, verifier=None):
     optimizer = rl.lm_adam(policy.parameters(), cfg.lr, rl.HF_ADAM_BETAS)   # as chapter 11's runs
     questions, answers = [r["question"] for r in rows], [r["answer"] for r in rows]
     generator = torch.Generator().manual_seed(0)
+    reward = None if verifier is None else hf.per_completion_reward(verifier)   # None: chapter 7's
     steps = []
     for i in range(steps_timed + 1):
         start = time.perf_counter()
-        stats = hf.grpo_step(policy, ref, tokenizer, optimizer, questions, answers, cfg, verifier,
+        stats = hf.grpo_step(policy, ref, tokenizer, optimizer, questions, answers, cfg, reward,
                              generator=generator)
         stats["step_wall_s"] = time.perf_counter() - start
         if i:

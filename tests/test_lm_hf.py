@@ -287,6 +287,15 @@ def test_sampler_refuses_right_padded_prompts_and_boolean_temperatures(tiny):
     assert all(torch.equal(a, b) for a, b in zip(*runs))
 
 
+def test_per_completion_reward_scores_each_completion_alone():
+    reward = hf.per_completion_reward(lambda text, answer: text == answer)
+    assert reward(["1", "2", "3"], ["1", "3", "3"], [True, False, True]) == [1.0, 0.0, 1.0]
+    with pytest.raises(ValueError, match="2 texts, 1 answers"):
+        reward(["1", "2"], ["1"], [True, True])
+    with pytest.raises(ValueError, match="verifier must be callable"):
+        hf.per_completion_reward("digits")
+
+
 def test_grpo_step_needs_one_answer_per_question(tiny):
     from transformers import AutoModelForCausalLM, AutoTokenizer
     model = AutoModelForCausalLM.from_pretrained(tiny / "model")
@@ -294,7 +303,8 @@ def test_grpo_step_needs_one_answer_per_question(tiny):
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
     cfg = small_config(tiny)
     with pytest.raises(ValueError, match="2 questions, 1 answers"):
-        hf.grpo_step(model, None, tokenizer, optimizer, ["1 + 1?", "2 + 2?"], ["#### 2"], cfg, digits)
+        hf.grpo_step(model, None, tokenizer, optimizer, ["1 + 1?", "2 + 2?"], ["#### 2"], cfg,
+                     hf.per_completion_reward(digits))
     with pytest.raises(ValueError, match="reference answer"):      # chapter 7's verifier: readable refs
         hf.grpo_step(model, None, tokenizer, optimizer, ["1 + 1?"], ["#### two"], cfg)
 

@@ -105,7 +105,8 @@ def test_the_hugging_face_step_is_the_librarys_iteration(monkeypatch):
     monkeypatch.setattr(hf, "grpo_iteration", recording)
     optimizer = rl.lm_adam(model.parameters(), 1e-3, rl.HF_ADAM_BETAS)
     stats = hf.grpo_step(model, copy.deepcopy(model), tokenizer, optimizer, ["1+1?"], ["#### 2"],
-                         cfg, lambda text, answer: 0.0, generator=torch.Generator().manual_seed(0))
+                         cfg, hf.per_completion_reward(lambda text, answer: 0.0),
+                         generator=torch.Generator().manual_seed(0))
     assert seen == [(hf.hf_batch_logprobs, {"chunk_groups": 1})]
     assert {"sample_cpu_s", "ref_cpu_s", "update_cpu_s", "sampled_tokens"} <= set(stats)
 

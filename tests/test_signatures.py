@@ -18,7 +18,8 @@ OVER_EIGHT = {
                               "LossOptions",
     "lm/grpo.py:_check_loss_inputs": "checks grpo_loss's tensors, one argument each",
     "lm/hf.py:grpo_step": "the models, tokenizer, optimizer, questions and answers beside its "
-                          "HFConfig, and two ways to score (verifier or reward)",
+                          "HFConfig, then the reward, generator and prompt renderer: "
+                          "collaborators, not settings a config would hold",
     "toy/algos.py:clipped_update": "chapter 3 prints it: PPO's hyperparameters (lr, eps, passes) "
                                    "in view, CleanRL's way",
     "toy/algos.py:_check_update_args": "checks clipped_update's arguments, one each",

@@ -21,7 +21,7 @@ import torch
 
 from grpo.lm.data import load_gsm8k, load_gsm8k_hf, read_jsonl
 from grpo.lm.grpo import PRESETS
-from grpo.lm.hf import HFConfig, pick_device, train_hf_grpo
+from grpo.lm.hf import HFConfig, per_completion_reward, pick_device, train_hf_grpo
 from grpo.seeding import seeded_generator
 
 MODULE = "grpo.experiments.hf_cli"
@@ -61,7 +61,8 @@ def train_gsm8k(cfg: HFConfig, verifier=None, log=print):
             f"({stats['sample_cpu_s']:.1f} CPU-s sampling, {stats['update_cpu_s']:.1f} CPU-s "
             "update)")
 
-    policy, tokenizer, history = train_hf_grpo(cfg, batches(), verifier, on_step=say)
+    reward = None if verifier is None else per_completion_reward(verifier)  # None: chapter 7's
+    policy, tokenizer, history = train_hf_grpo(cfg, batches(), reward, on_step=say)
     if cfg.out:
         policy.save_pretrained(cfg.out)
         tokenizer.save_pretrained(cfg.out)

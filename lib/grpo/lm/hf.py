@@ -92,17 +92,31 @@ def default_verifier():
     return reward
 
 
+def per_completion_reward(verifier):
+    """A batch reward, ``reward(texts, answers, finished) -> list[float]`` (``grpo_step``'s), that
+    scores each completion alone with ``verifier(text, answer)``."""
+    if not callable(verifier):
+        raise ValueError(f"verifier must be callable (text, answer) -> float, got {verifier!r}")
+
+    def reward(texts, answers, finished):
+        if len(texts) != len(answers):
+            raise ValueError(f"texts and answers must pair up, one answer per text: got "
+                             f"{len(texts)} texts, {len(answers)} answers")
+        return [float(verifier(t, a)) for t, a in zip(texts, answers)]
+    return reward
+
+
 def trl_reward(verifier=None):
     """The verifier as a TRL reward function: ``f(completions, answer, **columns) -> list[float]``.
 
     TRL passes the dataset's other columns by name, so the dataset needs an ``answer`` column.
     Conversational completions (lists of messages) are scored on their last message's text.
     """
-    verifier = verifier or default_verifier()
+    score = per_completion_reward(verifier or default_verifier())
 
     def gsm8k_reward(completions, answer, **_):
         texts = [c[-1]["content"] if isinstance(c, list) else c for c in completions]
-        return [float(verifier(text, ans)) for text, ans in zip(texts, answer, strict=True)]
+        return score(texts, answer, None)
     return gsm8k_reward
 
 
@@ -267,29 +281,29 @@ def hf_batch_logprobs(model, batch, rows: slice, cfg: HFConfig, entropy: bool = 
                           cfg.temperature, entropy)
 
 
-def grpo_step(policy, ref, tokenizer, optimizer, questions, answers, cfg: HFConfig, verifier=None,
-              reward=None, generator=None, render=None):
+def grpo_step(policy, ref, tokenizer, optimizer, questions, answers, cfg: HFConfig, reward=None,
+              generator=None, render=None):
     """Sample, score, and ``cfg.reuse`` Adam steps on GRPO's loss: ``grpo.lm.rl.grpo_iteration``,
     the step every GRPO loop on a language model takes, on a Hugging Face model; returns its stats.
 
     Sampling is ``sample_completions`` (a KV cache, each prompt read once); the reference and the
-    policy read the completions with ``group_logprobs`` (each prompt read once per pass). Each
-    completion scores ``verifier(text, answer)``; ``reward(texts, answers, finished)``, when given,
-    scores the whole batch at once instead (B*G of each, ``finished``: it ended before the budget),
-    for rewards that need more than one text: a random reward at the batch's success rate, a
-    reward for finishing. ``generator`` (a ``torch.Generator``) draws the samples; ``render``
+    policy read the completions with ``group_logprobs`` (each prompt read once per pass). The
+    batch is scored by ``reward(texts, answers, finished)`` (B*G of each, ``finished``: it ended
+    before the budget), so a reward may read more than one text: a random reward at the batch's
+    success rate, a reward for finishing. Without one, chapter 7's verifier scores each completion
+    alone (``per_completion_reward`` turns any verifier into a batch reward).
+    ``generator`` (a ``torch.Generator``) draws the samples; ``render``
     writes each prompt (``encode_prompts``). The timings ``sample_cpu_s``, ``ref_cpu_s`` and
     ``update_cpu_s`` are CPU-seconds of this process.
     """
     if len(answers) != len(questions) or not questions:
         raise ValueError(f"need one answer per question, and at least one question: got "
                          f"{len(questions)} questions, {len(answers)} answers")
-    # chapter 7's verifier: each reference must be readable
-    if verifier is None and reward is None:
+    if reward is None:          # chapter 7's verifier: each reference must be readable
         from grpo.lm.verifier import reference_answer
         for a in answers:
             reference_answer(a)
-    verifier = verifier or default_verifier()
+        reward = per_completion_reward(default_verifier())
     G = cfg.G
 
     def draw() -> Batch:
@@ -303,11 +317,8 @@ def grpo_step(policy, ref, tokenizer, optimizer, questions, answers, cfg: HFConf
         # pads after the eos drop out
         texts = tokenizer.batch_decode(tokens, skip_special_tokens=True)
         answers_per_completion = [a for a in answers for _ in range(G)]
-        if reward is None:
-            scores = [verifier(t, a) for t, a in zip(texts, answers_per_completion, strict=True)]
-        else:
-            finished = (tokens == tokenizer.eos_token_id).any(1).tolist()
-            scores = reward(texts, answers_per_completion, finished)
+        finished = (tokens == tokenizer.eos_token_id).any(1).tolist()
+        scores = reward(texts, answers_per_completion, finished)
         rewards = torch.tensor(scores, dtype=torch.float32,
                                device=tokens.device).reshape(len(questions), G)
         # pi_old is pi_theta before the first step: its log-probs, detached, on the first pass
@@ -437,11 +448,10 @@ def pick_device(device: str) -> str:
                        "the CPU anyway (slow for a real model; fine for a tiny local one).")
 
 
-def train_hf_grpo(cfg: HFConfig, batches, verifier=None, reward=None, on_step=None, render=None,
-                  checkpoint=None):
+def train_hf_grpo(cfg: HFConfig, batches, reward=None, on_step=None, render=None, checkpoint=None):
     """The GRPO loop on ``cfg.model``: load the model, freeze a copy as the reference (when
     ``cfg.beta > 0``), then one ``grpo_step`` per item of ``batches``, each a pair
-    ``(questions, answers)``, scored by ``verifier`` or ``reward`` and prompted by ``render`` as
+    ``(questions, answers)``, scored by ``reward`` and prompted by ``render`` as
     ``grpo_step`` says, its samples drawn by a generator seeded with ``cfg.seed``. Each step's stats
     gain ``cpu_s``, its CPU-seconds; ``on_step(step, stats)`` sees them after each step, and
     ``checkpoint(step, policy, tokenizer)`` then sees the policy (to score it on held-out problems;
@@ -455,8 +465,8 @@ def train_hf_grpo(cfg: HFConfig, batches, verifier=None, reward=None, on_step=No
     history = []
     for step, (questions, answers) in enumerate(batches):
         cpu0 = time.process_time()
-        stats = grpo_step(policy, ref, tokenizer, optimizer, questions, answers, cfg, verifier,
-                          reward, generator, render)
+        stats = grpo_step(policy, ref, tokenizer, optimizer, questions, answers, cfg, reward,
+                          generator, render)
         stats["cpu_s"] = time.process_time() - cpu0
         history.append(stats)
         if on_step is not None:

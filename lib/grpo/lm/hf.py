@@ -112,11 +112,11 @@ def trl_reward(verifier=None):
     TRL passes the dataset's other columns by name, so the dataset needs an ``answer`` column.
     Conversational completions (lists of messages) are scored on their last message's text.
     """
-    score = per_completion_reward(verifier or default_verifier())
+    verifier = verifier or default_verifier()
 
     def gsm8k_reward(completions, answer, **_):
         texts = [c[-1]["content"] if isinstance(c, list) else c for c in completions]
-        return score(texts, answer, None)
+        return [float(verifier(text, ans)) for text, ans in zip(texts, answer, strict=True)]
     return gsm8k_reward
 
 

@@ -4,14 +4,14 @@ import json
 import random
 
 import numpy as np
-import torch
 import pytest
 
 from grpo.experiments.ch11_pretrained import design as D
 from grpo.experiments.ch11_pretrained import format_runs as F
 from grpo.experiments.ch11_pretrained import smollm2_runs as P
-from grpo.book.results import mismatches
 from grpo.lm.data import calculation_chain, chain_seen, make_problem, reword
+
+from ch11_replay import assert_replays
 
 
 def test_the_enumerated_calculations_are_exactly_those_the_generator_draws():
@@ -164,12 +164,7 @@ def test_the_first_iteration_of_a_decided_run_replays():
     """Its prompts, prompt text, rewards, first loss and diagnostics. The update these runs share
     with chapter 11's four-way runs (``format_runs.train_from_prompt``) is replayed over two
     iterations by tests/test_ch11_four_way_runs.py."""
-    torch.set_num_threads(1)
-    stored, fresh = F.replay("grpo_seed0", n=1)
-    assert fresh["first_batch"]["texts"] == stored["first_batch"]["texts"], (
-        "the sampled completions differ: if the code is unchanged, this CPU's float32 kernels round "
-        "differently (README, 'Reproducibility')")
-    assert mismatches(stored, fresh, rtol=P.REPLAY_RTOL) == []
+    assert_replays(F.replay, "grpo_seed0", n=1)
 
 
 def test_the_gap_is_the_last_numbers_lift_minus_the_first_equations():

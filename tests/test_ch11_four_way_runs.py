@@ -6,12 +6,11 @@ covers its code; replaying it too would check no other line, at ``make test``'s 
 import json
 
 import numpy as np
-import torch
 
-from grpo.book.results import mismatches
 from grpo.experiments.ch11_pretrained import design as D
 from grpo.experiments.ch11_pretrained import four_way_runs as W
-from grpo.experiments.ch11_pretrained import smollm2_runs as P
+
+from ch11_replay import assert_replays
 
 
 def test_every_stored_run_ran_the_committed_design_on_the_named_problems():
@@ -70,14 +69,5 @@ def test_a_change_pairs_each_seed_with_the_start_and_the_control_seed_with_seed(
     assert all(e.holm_p[k] >= x.p_value - 1e-12 for k, x in e.secondary.items())
 
 
-def _replays(name):
-    torch.set_num_threads(1)
-    stored, fresh = W.replay(name, n=2)
-    assert fresh["first_batch"]["texts"] == stored["first_batch"]["texts"], (
-        "the sampled completions differ: if the code is unchanged, this CPU's float32 kernels round "
-        "differently (README, 'Reproducibility')")
-    assert mismatches(stored, fresh, rtol=P.REPLAY_RTOL) == []
-
-
 def test_a_grpo_runs_first_two_iterations_replay():
-    _replays("grpo_seed0")
+    assert_replays(W.replay, "grpo_seed0", n=2)

@@ -15,17 +15,21 @@ from grpo.book import plots  # noqa: E402
 from grpo.toy import lava
 
 
-def test_animation_html_has_a_stable_id_per_name():
+def test_animation_html_has_a_stable_id_per_name_and_says_what_it_shows():
     floor = lava.held_out_floors()[0]
     run = lava.play(floor, np.zeros((4, 2)), np.random.default_rng(0))
-    a = plots.animation_html(plots.animate_run(floor, run), "demo").data
-    b = plots.animation_html(plots.animate_run(floor, run), "demo").data
-    c = plots.animation_html(plots.animate_run(floor, run), "other").data
+    alt = 'a run of "the bot" <falls> into lava'
+    a = plots.animation_html(plots.animate_run(floor, run), "demo", alt).data
+    b = plots.animation_html(plots.animate_run(floor, run), "demo", alt).data
+    c = plots.animation_html(plots.animate_run(floor, run), "other", alt).data
     assert a == b and a != c
     assert "_anim_img" in a
+    assert 'alt="a run of &quot;the bot&quot; &lt;falls> into lava"' in a
     anim = plots.animate_run(floor, run)
     with pytest.raises(ValueError, match="name"):
-        plots.animation_html(anim, "")
+        plots.animation_html(anim, "", alt)
+    with pytest.raises(ValueError, match="alt"):
+        plots.animation_html(anim, "demo", "")
     anim.to_jshtml()          # drawn, so matplotlib does not warn about an unused animation
 
 

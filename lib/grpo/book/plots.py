@@ -254,16 +254,21 @@ def four_way_bars(ax, rows: dict) -> None:
     ax.grid(False)
 
 
-def animation_html(anim: FuncAnimation, name: str) -> HTML:
-    """``anim.to_jshtml()`` with a stable element id derived from ``name`` (unique per page).
+def animation_html(anim: FuncAnimation, name: str, alt: str) -> HTML:
+    """``anim.to_jshtml()`` with a stable element id derived from ``name`` (unique per page), and
+    ``alt`` on its frame: what the animation shows, for a reader who cannot see it.
 
     matplotlib names the player's elements with a random uuid, so every re-run would change the
     stored notebook; a stable id keeps ``make execute`` free of noise diffs.
     """
     if not name:
         raise ValueError("name must be a non-empty string, unique among a page's animations")
+    if not isinstance(alt, str) or len(alt.split()) < 3:
+        raise ValueError(f"alt must say in words what the animation shows, got {alt!r}")
     html = anim.to_jshtml()
     found = re.search(r"_anim_img([0-9a-f]{32})", html)
     if found is None:
         raise ValueError("not a matplotlib to_jshtml() player")
-    return HTML(html.replace(found.group(1), hashlib.md5(name.encode()).hexdigest()))
+    html = html.replace(found.group(1), hashlib.md5(name.encode()).hexdigest())
+    quoted = alt.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;")
+    return HTML(re.sub(r'(<img id="_anim_img[0-9a-f]{32}")', rf'\1 alt="{quoted}"', html, count=1))

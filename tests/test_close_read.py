@@ -210,3 +210,16 @@ def test_first_updates_reaching_per_seed():
         reached = np.flatnonzero(seed_curve >= level)
         assert hit == (None if len(reached) == 0 else int(sr.eval_updates[reached[0]]))
     assert sr.first_updates_reaching_per_seed(2.0) == [None, None]
+
+
+def test_groups_reaching_gives_each_group_of_seeds_its_own_seed_mean_crossing():
+    sr = algos.run_seeds("GRPO", seeds=[0, 1, 2, 3], updates=30)
+    level = float(sr.curves[:2].mean(axis=0)[2])          # the first pair's mean at update 20
+    groups = sr.groups_reaching(level, 2)
+    assert groups[0] == algos.SeedRuns("GRPO", sr.runs[:2]).first_update_reaching(level) <= 20
+    assert groups[1] == algos.SeedRuns("GRPO", sr.runs[2:]).first_update_reaching(level)
+    assert sr.groups_reaching(level, 4) == [sr.first_update_reaching(level)]
+    assert sr.groups_reaching(2.0, 1) == [None] * 4
+    for bad in (3, 0, 1.5):
+        with pytest.raises(ValueError, match="size"):
+            sr.groups_reaching(level, bad)

@@ -266,3 +266,51 @@ def test_expected_estimator_grad_rejects_bad_input():
     with pytest.raises(TypeError, match="sample_probs"):
         expected_estimator_grad(kl_k3, torch.zeros(3, dtype=torch.float64), lref,
                                 sample_probs=np.full(3, 1 / 3))
+
+
+def test_estimator_moments_exact_means_are_the_kl_for_k1_and_k3_and_not_for_k2():
+    from grpo.kl import estimator_moments, random_pair, sample_tokens
+    rng = np.random.default_rng(3)
+    pi, ref = random_pair(rng, 40, 1.0)
+    row = estimator_moments(pi, ref, sample_tokens(rng, pi, 500))
+    assert row["k1"]["mean"] == pytest.approx(row["kl"], rel=1e-12)
+    assert row["k3"]["mean"] == pytest.approx(row["kl"], rel=1e-12)
+    assert abs(row["k2"]["mean"] / row["kl"] - 1) > 1e-3
+    assert row["k3"]["mc_min"] >= 0 > row["k1"]["mc_min"] and 0 < row["k1_negative"] < 1
+    assert "mc_mean" not in estimator_moments(pi, ref)["k3"]
+    with pytest.raises(ValueError, match="tokens"):
+        estimator_moments(pi, ref, [0, 40])
+    with pytest.raises(ValueError, match="same shape"):
+        estimator_moments(pi, np.full(10, 0.1))
+
+
+def test_moments_summary_is_relative_to_each_pairs_kl_and_refuses_unsampled_rows():
+    from grpo.kl import estimator_moments, moments_summary, random_pair, sample_tokens
+    rng = np.random.default_rng(4)
+    rows = []
+    for _ in range(30):
+        pi, ref = random_pair(rng, 20, 0.5)
+        rows.append(estimator_moments(pi, ref, sample_tokens(rng, pi, 300)))
+    s = moments_summary(rows)
+    assert abs(s["k3"]["bias_exact"]) < 1e-12 and abs(s["k1"]["bias_exact"]) < 1e-12
+    assert abs(s["k3"]["bias"]) < 4 * s["k3"]["bias_se"] + 1e-12
+    assert s["k1"]["std"] > s["k3"]["std"]          # a close pair: k3's spread is the smaller
+    with pytest.raises(ValueError, match="rows"):
+        moments_summary([estimator_moments(pi, ref)] * 2)
+
+
+def test_estimator_grid_cells_do_not_depend_on_the_other_cells():
+    from grpo.kl import estimator_grid
+    both = estimator_grid((10, 30), (0.1, 1.0), pairs=3, tokens=50, seed=7)
+    alone = estimator_grid((30,), (0.1, 1.0), pairs=3, tokens=50, seed=7)
+    assert both[30, 1.0]["summary"] == alone[30, 1.0]["summary"]
+    assert both[10, 1.0]["summary"] != both[30, 1.0]["summary"]
+
+
+def test_sample_tokens_draws_from_the_distribution():
+    from grpo.kl import sample_tokens
+    p = np.array([0.1, 0.0, 0.6, 0.3])
+    t = sample_tokens(np.random.default_rng(0), p, 20_000)
+    assert 1 not in t and abs(np.mean(t == 2) - 0.6) < 0.02
+    with pytest.raises(ValueError, match="n must"):
+        sample_tokens(np.random.default_rng(0), p, 0)

@@ -224,3 +224,82 @@ def random_pair(rng, vocab: int, sigma: float):
         raise ValueError(f"sigma must be a number >= 0, got {sigma!r}")
     z = rng.normal(size=vocab)
     return softmax(z + sigma * rng.normal(size=vocab)), softmax(z)
+
+
+def sample_tokens(rng, p, n: int) -> np.ndarray:
+    """``n`` token indices drawn from the categorical distribution ``p`` by its inverse CDF."""
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(f"rng must be a np.random.Generator, got {type(rng).__name__}")
+    p = check_distribution(p, "p")
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise ValueError(f"n must be a positive integer, got {n!r}")
+    return np.minimum(np.searchsorted(np.cumsum(p), rng.random(n), side="right"), len(p) - 1)
+
+
+ESTIMATORS = {"k1": kl_k1, "k2": kl_k2, "k3": kl_k3}
+
+
+def estimator_moments(pi, ref, tokens=None) -> dict:
+    """How k1, k2 and k3 behave on one pair of distributions, exactly and on a sample.
+
+    Returns ``{"kl": KL(pi || ref), "k1": {...}, "k2": {...}, "k3": {...}}`` where each estimator
+    has its exact ``mean`` and ``std`` under ``pi`` (every token enumerated). Given ``tokens``
+    (indices sampled from ``pi``), each estimator also has the sample's ``mc_mean``, ``mc_std``
+    (ddof 1) and ``mc_min``, and ``k1_negative`` is the share of tokens where k1 < 0."""
+    pi, ref = check_distribution(pi, "pi"), check_distribution(ref, "ref")
+    if pi.shape != ref.shape:
+        raise ValueError(f"pi and ref must have the same shape, got {pi.shape} and {ref.shape}")
+    lp, lr = np.log(pi), np.log(ref)
+    row = {"kl": exact_kl(pi, ref)}
+    if tokens is not None:
+        tokens = np.asarray(tokens)
+        if tokens.ndim != 1 or len(tokens) < 2 or not np.issubdtype(tokens.dtype, np.integer) \
+                or tokens.min() < 0 or tokens.max() >= len(pi):
+            raise ValueError("tokens must be at least two indices into pi")
+        row["k1_negative"] = (lr[tokens] > lp[tokens]).mean()
+    for name, k in ESTIMATORS.items():
+        every = k(lp, lr)                           # the estimator's value on every token
+        mean = (pi * every).sum()
+        row[name] = {"mean": mean, "std": np.sqrt((pi * (every - mean) ** 2).sum())}
+        if tokens is not None:
+            row[name].update(mc_mean=every[tokens].mean(), mc_std=every[tokens].std(ddof=1),
+                             mc_min=every[tokens].min())
+    return row
+
+
+def moments_summary(rows) -> dict:
+    """Many pairs' ``estimator_moments`` (each with sampled tokens) summed up relative to each
+    pair's KL: the median KL, the share of negative k1 tokens, and per estimator its sampled
+    relative bias (mean, and its standard error over the pairs), sampled ``std`` / KL, and the
+    same two exactly (``bias_exact``, ``std_exact``)."""
+    rows = list(rows)
+    if len(rows) < 2 or any("k1_negative" not in r for r in rows):
+        raise ValueError("rows must be at least two estimator_moments results with sampled tokens")
+    kls = np.array([r["kl"] for r in rows])
+    out = {"median_kl": float(np.median(kls)),
+           "k1_negative_share": float(np.mean([r["k1_negative"] for r in rows]))}
+    for name in ESTIMATORS:
+        rel_bias = np.array([r[name]["mc_mean"] for r in rows]) / kls - 1
+        out[name] = {"bias": float(rel_bias.mean()),
+                     "bias_se": float(rel_bias.std(ddof=1) / np.sqrt(len(rows))),
+                     "std": float(np.mean([r[name]["mc_std"] for r in rows] / kls)),
+                     "bias_exact": float(np.mean([r[name]["mean"] for r in rows] / kls - 1)),
+                     "std_exact": float(np.mean([r[name]["std"] for r in rows] / kls))}
+    return out
+
+
+def estimator_grid(vocabs, sigmas, pairs: int, tokens: int, seed: int) -> dict:
+    """``moments_summary`` for every (vocabulary size, distance) cell: ``pairs`` random pairs
+    (``random_pair``), each sampled ``tokens`` times from its policy. Each cell draws from its own
+    generator, seeded by ``seed``, its vocabulary and its distance's position, so a cell's figures
+    do not depend on which other cells are computed."""
+    out = {}
+    for vocab in vocabs:
+        for k, sigma in enumerate(sigmas):
+            rng = np.random.default_rng([seed, vocab, k])
+            rows = []
+            for _ in range(pairs):
+                pi, ref = random_pair(rng, vocab, sigma)
+                rows.append(estimator_moments(pi, ref, sample_tokens(rng, pi, tokens)))
+            out[vocab, sigma] = {"rows": rows, "summary": moments_summary(rows)}
+    return out

@@ -508,6 +508,16 @@ class SeedRuns:
         (None for a seed that never does)."""
         return [SeedRuns(self.algo, [r]).first_update_reaching(level) for r in self.runs]
 
+    def groups_reaching(self, level: float, size: int) -> list:
+        """Cut the seeds, in order, into groups of ``size`` and give each group's seed mean its
+        ``first_update_reaching(level)``: how a seed-mean crossing moves from one set of seeds to
+        the next (a published figure from ``size`` seeds is one such group)."""
+        if not isinstance(size, (int, np.integer)) or size < 1 or len(self.runs) % size:
+            raise ValueError(f"size must divide the {len(self.runs)} seeds into equal groups, "
+                             f"got {size!r}")
+        return [SeedRuns(self.algo, self.runs[k:k + size]).first_update_reaching(level)
+                for k in range(0, len(self.runs), size)]
+
 
 def run_seeds(algo: str, seeds=range(5), **hparams) -> SeedRuns:
     """Train ``algo`` ('REINFORCE', 'PPO' or 'GRPO') once per seed with the same hparams."""

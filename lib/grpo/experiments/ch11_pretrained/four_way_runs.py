@@ -75,7 +75,9 @@ RUNS = _registry()
 
 
 def committed_design() -> dict:
-    """The design as committed, as every run stores it."""
+    """The design as committed before the runs (commit 5a638f6), as every run stores it: the
+    record a results file keeps under its own key, apart from the results
+    (``tests/test_ch11_four_way_exploratory.py`` holds its digest to that commit's)."""
     return json.loads(json.dumps(D.FOUR_WAY_DESIGN.as_record()))
 
 

@@ -286,6 +286,7 @@ def test_what_the_groups_carry_adds_up_to_the_whole_change_whatever_their_sizes(
     # a group's share is its own: the 'three' group read from its problems alone
     m = groups == "three"
     assert ch.after.shares["three"]["q"] == pytest.approx((after[:, m] == "q").mean())
+    assert {type(g) for g in ch.carried} == {str}                 # NumPy's labels, as Python's
 
 
 @pytest.mark.parametrize("call, match", [

@@ -312,7 +312,7 @@ def shares_by_group(readings, groups, categories) -> GroupShares:
     problem. ``overall`` is the share over every problem, the groups weighted by their sizes."""
     cats = _categories(categories)
     a = _readings(readings, "readings", cats)
-    labels = list(groups)
+    labels = [g.item() if isinstance(g, np.generic) else g for g in groups]   # np.str_ -> str
     if len(labels) != a.shape[1]:
         raise ValueError(f"groups must give one label per problem ({a.shape[1]}), got "
                          f"{len(labels)}")

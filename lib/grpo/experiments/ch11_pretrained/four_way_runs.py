@@ -356,7 +356,7 @@ def decided_four_way(directory: Path | None = None) -> DecidedFourWay:
 
 
 # ----------------------------------------------------------------------------- where it sits
-# Exploratory, added after the runs were seen (issue 70's audit): outside the design's family.
+# Exploratory, added after the runs were seen: outside the design and its family.
 
 EXPLORATORY = "exploratory: added after the runs were seen; outside the design's family"
 # the two templates that word a step with "gives" (grpo.lm.data.STEP_TEXT): an addition and a
@@ -472,9 +472,11 @@ def selection_change(directory: Path | None = None) -> GroupChange:
 
 @dataclass(frozen=True)
 class SeedLeftOut:
-    """One endpoint of ``four_way_endpoints`` with one seed left out (``leave_one_seed_out``)."""
+    """One endpoint of ``four_way_endpoints`` with one seed left out (``leave_one_seed_out``):
+    ``p`` is the primary's own p-value (it is tested alone at 0.05), a secondary's Holm-adjusted
+    p-value over the five."""
     lift: Lift
-    p: float                            # the primary's own p (alone at 0.05); a secondary's Holm
+    p: float
     holds: bool                         # the interval excludes 0 and p < 0.05
     survives: bool                      # ``holds`` as it does with every seed
 

@@ -276,3 +276,32 @@ def test_the_new_chain_held_out_set_shares_no_chain_with_training_and_a_planted_
            "answer": gift["answer"].replace("gives", "buys")}
     planted = new[:5] + [reword(gift, random.Random(0)), buy]
     assert chain_seen(planted, train) == [False] * 5 + [True, True]
+
+
+def test_each_step_is_read_back_as_the_template_that_worded_it():
+    from grpo.lm.data import calculation_chain, step_templates
+    assert step_templates({"question": "Leo has 3 boxes with 4 eggs in each. How many eggs does Leo "
+                                       "have now?"}) == ("boxes",)
+    assert step_templates({"question": "Sam has 10 stamps. Ines gives him 1 stamps. He gives 6 "
+                                       "stamps to Ines. How many stamps does Sam have now?"}) == (
+        "gift", "give")
+    assert step_templates({"question": "Ava has 4 cards. How many cards does Ava have now?"}) == ()
+    operation = {"boxes": "*", "times": "*", "buy": "+", "gift": "+", "give": "-", "lose": "-",
+                 "share": "/"}
+    rng, seen = random.Random(5), set()
+    for _ in range(1500):
+        p = make_problem(rng, rng.randint(1, 4))
+        found = step_templates(p)
+        chain = calculation_chain(p)
+        assert len(found) == len(chain)
+        assert all(operation[t] in step for t, step in zip(found, chain)), (p["question"], found)
+        seen.update(found)
+    assert seen == set(operation)
+
+
+@pytest.mark.parametrize("problem", [{"question": "Mia has 3 apples. She eats 2 of them. How many?"},
+                                     {"answer": "#### 3"}, "Mia has 3 apples.", None])
+def test_a_question_no_template_wrote_is_named(problem):
+    from grpo.lm.data import step_templates
+    with pytest.raises(ValueError, match="problem"):
+        step_templates(problem)

@@ -256,3 +256,50 @@ def test_a_lift_s_p_value_inverts_its_two_part_interval():
         stats.t_two_sided_p(3.0 * stats.t975(2), 2), rel=1e-9)
     mixed = lift(3.0, 1.0, 1.0).p_value       # between the two tails
     assert lift(3.0, 1.414, 0.0).p_value < mixed < lift(3.0, 0.0, 1.414).p_value
+
+
+def test_a_change_in_readings_is_split_into_what_each_group_carries():
+    groups, cats = ["x", "x", "y", "y"], ("a", "b")
+    before = ["a", "a", "a", "b"]                                  # one run
+    after = [["b", "a", "b", "b"], ["a", "a", "b", "b"]]           # two runs: shares are their mean
+    ch = stats.group_change(before, after, groups, cats)
+    assert ch.before.sizes == {"x": 2, "y": 2}
+    assert ch.before.shares == {"x": {"a": 1.0, "b": 0.0}, "y": {"a": 0.5, "b": 0.5}}
+    assert ch.after.shares == {"x": {"a": 0.75, "b": 0.25}, "y": {"a": 0.0, "b": 1.0}}
+    assert ch.after.overall == {"a": 0.375, "b": 0.625}
+    assert ch.whole == pytest.approx({"a": -37.5, "b": 37.5})
+    assert ch.carried["x"] == pytest.approx({"a": -12.5, "b": 12.5})      # 2/4 of -25 points
+    assert ch.carried["y"] == pytest.approx({"a": -25.0, "b": 25.0})      # 2/4 of -50 points
+
+
+def test_what_the_groups_carry_adds_up_to_the_whole_change_whatever_their_sizes():
+    rng = np.random.default_rng(3)
+    cats = ("p", "q", "r", "s")
+    groups = rng.choice(["one", "two", "three"], size=57, p=[0.6, 0.3, 0.1])
+    before, after = rng.choice(cats, size=(1, 57)), rng.choice(cats, size=(5, 57))
+    ch = stats.group_change(before, after, groups, cats)
+    for c in cats:
+        assert sum(ch.carried[g][c] for g in ch.carried) == pytest.approx(ch.whole[c])
+        assert ch.whole[c] == pytest.approx(100 * ((after == c).mean() - (before == c).mean()))
+    assert sum(ch.after.sizes.values()) == 57
+    assert all(sum(s.values()) == pytest.approx(1) for s in ch.after.shares.values())
+    # a group's share is its own: the 'three' group read from its problems alone
+    m = groups == "three"
+    assert ch.after.shares["three"]["q"] == pytest.approx((after[:, m] == "q").mean())
+    assert {type(g) for g in ch.carried} == {str}                 # NumPy's labels, as Python's
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: stats.shares_by_group(["a", "b"], ["x"], ("a", "b")), "groups must give one label"),
+    (lambda: stats.shares_by_group(["a", "z"], ["x", "y"], ("a", "b")), "readings holds.*'z'"),
+    (lambda: stats.shares_by_group([], [], ("a",)), "readings must be"),
+    (lambda: stats.shares_by_group(["a"], [["x"]], ("a",)), "groups must be hashable"),
+    (lambda: stats.shares_by_group(["a"], ["x"], ("a", "a")), "categories"),
+    (lambda: stats.group_change(["a", "b"], ["a", "b", "b"], ["x", "y"], ("a", "b")),
+     "before .* and after .* must read the same problems"),
+    (lambda: stats.group_change(["a", "b"], ["a", "c"], ["x", "y"], ("a", "b")), "after holds"),
+    (lambda: stats.group_change(["c", "b"], ["a", "b"], ["x", "y"], ("a", "b")), "before holds"),
+])
+def test_bad_readings_or_groups_are_named(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()

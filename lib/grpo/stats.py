@@ -28,6 +28,11 @@ recipe).
 ``over_seeds(values)`` is the plain case, one number per seed (chapter 6's returns, or their paired
 differences seed by seed): the mean with a t-interval on S - 1 degrees of freedom.
 
+``group_change(before, after, groups, categories)`` says where a change in categorical readings
+(chapter 11's four ways of reading an answer) sits: each group of problems' shares before and
+after (``shares_by_group``), and the points of the whole change each group carries, which sum to
+the whole change.
+
 ``lift_gap(before, after, in_a, in_b)`` tests an interaction: whether the lift on one subset of
 problems differs from the lift on another. ``holm(p_values)`` adjusts a family of tests (Holm 1979,
 step-down, controls the family-wise error rate); ``Lift.p_value`` is the two-sided p-value of the
@@ -261,6 +266,86 @@ def lift_gap(before, after, in_a, in_b, n_boot: int = 4000, seed: int = 0) -> Li
 
 
 @dataclass(frozen=True)
+class GroupShares:
+    """The share of each reading within each group of problems (``shares_by_group``)."""
+    categories: tuple                   # the readings, in the order given
+    sizes: dict                         # group -> problems in it (groups in sorted order)
+    shares: dict                        # group -> {reading: share in [0, 1], mean over the runs}
+    overall: dict                       # reading -> share over every problem
+
+
+@dataclass(frozen=True)
+class GroupChange:
+    """Where a change in readings sits (``group_change``): the shares before and after, the whole
+    change, and the points of it each group carries."""
+    before: GroupShares
+    after: GroupShares
+    whole: dict                         # reading -> points: after's overall share minus before's
+    carried: dict                       # group -> {reading: points}; over the groups, ``whole``
+
+
+def _readings(x, name: str, categories: tuple) -> np.ndarray:
+    a = np.asarray(x, dtype=object)
+    if a.ndim == 1:
+        a = a[None]
+    if a.ndim != 2 or a.shape[1] == 0 or a.shape[0] == 0:
+        raise ValueError(f"{name} must be (problems,) or (runs, problems) readings with problems "
+                         f">= 1, got shape {np.shape(x)}")
+    unknown = sorted({repr(v) for v in a.ravel().tolist() if v not in categories})
+    if unknown:
+        raise ValueError(f"{name} holds readings outside categories {list(categories)}: "
+                         f"{', '.join(unknown[:5])}")
+    return a
+
+
+def _categories(categories) -> tuple:
+    cats = tuple(categories)
+    if not cats or len(set(cats)) != len(cats):
+        raise ValueError(f"categories must name each reading once, at least one, got {cats!r}")
+    return cats
+
+
+def shares_by_group(readings, groups, categories) -> GroupShares:
+    """Each reading's share within each group of problems: ``readings`` one per problem, shaped
+    ``(problems,)`` or ``(runs, problems)`` (every run scored on the same problems; a group's share
+    is the mean over the runs), each one of ``categories``; ``groups`` one hashable label per
+    problem. ``overall`` is the share over every problem, the groups weighted by their sizes."""
+    cats = _categories(categories)
+    a = _readings(readings, "readings", cats)
+    labels = [g.item() if isinstance(g, np.generic) else g for g in groups]   # np.str_ -> str
+    if len(labels) != a.shape[1]:
+        raise ValueError(f"groups must give one label per problem ({a.shape[1]}), got "
+                         f"{len(labels)}")
+    try:
+        order = sorted(set(labels), key=repr)
+    except TypeError as err:
+        raise ValueError(f"groups must be hashable labels (strs, ints, tuples): {err}") from None
+    member = {g: np.array([lab == g for lab in labels]) for g in order}
+    return GroupShares(
+        categories=cats, sizes={g: int(m.sum()) for g, m in member.items()},
+        shares={g: {c: float((a[:, m] == c).mean()) for c in cats} for g, m in member.items()},
+        overall={c: float((a == c).mean()) for c in cats})
+
+
+def group_change(before, after, groups, categories) -> GroupChange:
+    """The change in each reading's share from the runs ``before`` to the runs ``after`` (each as
+    ``shares_by_group`` takes them, on the same problems), and the points of it each group
+    carries: 100 x (the group's share of the problems) x (the change of its share), so that over
+    the groups they add up to the whole change."""
+    cats = _categories(categories)
+    b, a = _readings(before, "before", cats), _readings(after, "after", cats)
+    if b.shape[1] != a.shape[1]:
+        raise ValueError(f"before {b.shape} and after {a.shape} must read the same problems")
+    sb, sa = shares_by_group(b, groups, cats), shares_by_group(a, groups, cats)
+    n = sum(sb.sizes.values())
+    return GroupChange(
+        before=sb, after=sa,
+        whole={c: 100.0 * (sa.overall[c] - sb.overall[c]) for c in cats},
+        carried={g: {c: 100.0 * size / n * (sa.shares[g][c] - sb.shares[g][c]) for c in cats}
+                 for g, size in sb.sizes.items()})
+
+
+@dataclass(frozen=True)
 class SeedInterval:
     mean: float                         # over the seeds
     ci95: tuple                         # (low, high): mean +- t975(S - 1) * sd / sqrt(S)
@@ -307,5 +392,6 @@ def holm(p_values) -> np.ndarray:
     return out
 
 
-__all__ = ["Lift", "SeedInterval", "paired_lift", "lift_gap", "over_seeds", "holm", "t975",
-           "t_two_sided_p", "interval_p_value"]
+__all__ = ["Lift", "SeedInterval", "GroupShares", "GroupChange", "paired_lift", "lift_gap",
+           "over_seeds", "holm", "t975", "t_two_sided_p", "interval_p_value", "shares_by_group",
+           "group_change"]

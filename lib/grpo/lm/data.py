@@ -55,6 +55,9 @@ STEP_TEXT = {
               "One of {b} groups: {ann} {obj}."),
 }
 
+# The question's first sentence when the problem starts with a product (its first step).
+BOXES_TEXT = "{name} has {a} boxes with {b} {obj} in each."
+
 
 def _calc(a: int, op: str, b: int) -> tuple[int, str]:
     """The value of ``a op b`` and its GSM8K annotation ``a op b=<<a op b=c>>c``."""
@@ -86,7 +89,7 @@ def make_problem(rng: random.Random, steps: int, max_add: int = 10, max_factor: 
         a = rng.randint(2, max_factor)
         b = rng.randint(2, min(max_factor, max_value // a))
         x, ann = _calc(a, "*", b)
-        q.append(f"{name} has {a} boxes with {b} {obj} in each.")
+        q.append(BOXES_TEXT.format(name=name, a=a, b=b, obj=obj))
         sol.append(f"{a} boxes of {b}: {ann} {obj}.")
         ops_left -= 1
     else:
@@ -131,6 +134,38 @@ def masked_question(problem: dict) -> str:
     no held-out problem is a reworded training problem; whether its *arithmetic* is new is
     ``calculation_chain``'s question."""
     return _SURFACE.sub("_", problem["question"])
+
+
+def _skeleton(sentence: str) -> str:
+    """A sentence as ``masked_question`` masks it, with every number written N."""
+    return re.sub(r"[0-9]+", "N", _SURFACE.sub("_", sentence))
+
+
+# Each step template's question sentence, masked: "_ gives _ N _." is "gift" ("Mia gives him 3").
+_TEMPLATE_OF = {_skeleton(text.format(She="She", she="she", her="her", friend=NAMES[0][0],
+                                      obj=OBJECTS[0], b=2)): key
+                for key, (text, _) in STEP_TEXT.items()}
+_TEMPLATE_OF[_skeleton(BOXES_TEXT.format(name=NAMES[0][0], a=2, b=3, obj=OBJECTS[0]))] = "boxes"
+
+
+def step_templates(problem: dict) -> tuple[str, ...]:
+    """Which of the generator's templates words each calculation of a generated problem, in order:
+    "boxes" for a start with a product ("Leo has 3 boxes with 4 eggs in each."), then a key of
+    ``STEP_TEXT`` per step ("gift": "Mia gives him 3 eggs.", an addition; "give": "He gives 3 eggs
+    to Mia.", a subtraction). One per ``calculation_chain`` step; read from the question alone."""
+    question = problem.get("question") if isinstance(problem, dict) else None
+    if not isinstance(question, str):
+        raise ValueError(f"problem must be a dict with a 'question' string, got {problem!r:.80}")
+    sentences = re.split(r"(?<=[.?]) ", question)[:-1]   # the last asks "How many ... now?"
+    out = []
+    for i, sentence in enumerate(sentences):
+        key = _TEMPLATE_OF.get(_skeleton(sentence))
+        if key is None and not (i == 0 and re.fullmatch(r"_ has N _\.", _skeleton(sentence))):
+            raise ValueError(f"problem: no generator template words {sentence!r} "
+                             f"(in {question!r:.80})")
+        if key is not None:
+            out.append(key)
+    return tuple(out)
 
 
 _STEP = re.compile(r"<<\s*(\d+)\s*([-+*/])\s*(\d+)\s*=\s*(-?\d+)\s*>>")

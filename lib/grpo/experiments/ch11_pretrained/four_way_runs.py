@@ -35,10 +35,12 @@ from grpo.experiments.ch11_pretrained.registry import (read_run, registry_comman
                                                         retrain_runs, with_cpu_s,
                                                         store_runs)
 from grpo.experiments.ch11_pretrained.smollm2_runs import one_equation_format
+from grpo.lm.data import step_templates
 from grpo.lm.hf import load_model
-from grpo.lm.verifier import CALCULATION_READINGS, last_number_reward, read_calculation
+from grpo.lm.verifier import (CALCULATION_READINGS, equations_in, last_number_reward,
+                              read_calculation)
 from grpo.runstore import run_dir, unbits, writable
-from grpo.stats import Lift, holm, paired_lift
+from grpo.stats import GroupChange, Lift, group_change, holm, paired_lift, shares_by_group
 
 MODULE = "grpo.experiments.ch11_pretrained.four_way_runs"
 RUN_FOLDER = run_dir("11_pretrained") / "four_way"
@@ -75,7 +77,9 @@ RUNS = _registry()
 
 
 def committed_design() -> dict:
-    """The design as committed, as every run stores it."""
+    """The design as committed before the runs (commit 5a638f6), as every run stores it: the
+    record a results file keeps under its own key, apart from the results
+    (``tests/test_ch11_four_way_exploratory.py`` holds its digest to that commit's)."""
     return json.loads(json.dumps(D.FOUR_WAY_DESIGN.as_record()))
 
 
@@ -220,11 +224,14 @@ def readings_of(name: str, iteration: int | None = None, directory: Path | None 
                         _path_stamp(name, directory))
 
 
-def runs_of_arm(arm: str) -> list:
-    """An arm's runs, seeds in order."""
+def runs_of_arm(arm: str, seeds=None) -> list:
+    """An arm's runs, seeds in order: every seed, or those in ``seeds`` (at least two)."""
     if arm not in D.FOUR_WAY_DESIGN.arms:
         raise ValueError(f"arm must be one of {list(D.FOUR_WAY_DESIGN.arms)}, got {arm!r}")
-    return [n for n, s in RUNS.items() if s.arm == arm]
+    every = range(D.FOUR_WAY_DESIGN.seeds)
+    if seeds is not None and (len(set(seeds)) < 2 or not set(seeds) <= set(every)):
+        raise ValueError(f"seeds must name at least two of the seeds {list(every)}, got {seeds!r}")
+    return [n for n, s in RUNS.items() if s.arm == arm and (seeds is None or s.seed in seeds)]
 
 
 def outcome(name: str, which: str, iteration: int | None = None,
@@ -240,18 +247,22 @@ def _paired(before, after) -> Lift:
 
 
 def change(arm: str, which: str = "right", iteration: int | None = None,
-           directory: Path | None = None) -> Lift:
+           directory: Path | None = None, seeds=None) -> Lift:
     """An arm's paired change in one outcome from the start, at a checkpoint (default the last),
-    on the held-out problems, their calculations resampled, with the seeds' spread."""
+    on the held-out problems, their calculations resampled, with the seeds' spread (every seed,
+    or those in ``seeds``)."""
     return _paired(outcome("start", which, None, directory),
-                   np.stack([outcome(n, which, iteration, directory) for n in runs_of_arm(arm)]))
+                   np.stack([outcome(n, which, iteration, directory)
+                             for n in runs_of_arm(arm, seeds)]))
 
 
-def minus_random(which: str = "right", directory: Path | None = None) -> Lift:
-    """'grpo''s seed s against 'random_reward''s seed s at the last iteration, in one outcome."""
+def minus_random(which: str = "right", directory: Path | None = None, seeds=None) -> Lift:
+    """'grpo''s seed s against 'random_reward''s seed s at the last iteration, in one outcome
+    (every seed, or those in ``seeds``)."""
     return _paired(np.stack([outcome(n, which, None, directory)
-                             for n in runs_of_arm("random_reward")]),
-                   np.stack([outcome(n, which, None, directory) for n in runs_of_arm("grpo")]))
+                             for n in runs_of_arm("random_reward", seeds)]),
+                   np.stack([outcome(n, which, None, directory)
+                             for n in runs_of_arm("grpo", seeds)]))
 
 
 SECONDARY = ("calculation", "slip", "no_equation", "last_number", "right_minus_random")
@@ -268,31 +279,39 @@ class FourWayEndpoints:
     detectable: float
 
 
-def four_way_endpoints(directory: Path | None = None) -> FourWayEndpoints:
+def four_way_endpoints(directory: Path | None = None, seeds=None) -> FourWayEndpoints:
     """The primary (the change in share (d) at the last iteration) and the design's five
-    secondary endpoints, Holm-corrected as one family; every run read from ``directory``."""
+    secondary endpoints, Holm-corrected as one family; every run read from ``directory``, every
+    seed or those in ``seeds``."""
     d = directory
-    secondary = {"calculation": change("grpo", "calculation", None, d),
-                 "slip": change("grpo", "slip", None, d),
-                 "no_equation": change("grpo", "no_equation", None, d),
-                 "last_number": change("grpo", "last_number", None, d),
-                 "right_minus_random": minus_random("right", d)}
+    secondary = {"calculation": change("grpo", "calculation", None, d, seeds),
+                 "slip": change("grpo", "slip", None, d, seeds),
+                 "no_equation": change("grpo", "no_equation", None, d, seeds),
+                 "last_number": change("grpo", "last_number", None, d, seeds),
+                 "right_minus_random": minus_random("right", d, seeds)}
     adjusted = holm([x.p_value for x in secondary.values()])
-    return FourWayEndpoints(primary=change("grpo", "right", None, d), secondary=secondary,
+    return FourWayEndpoints(primary=change("grpo", "right", None, d, seeds), secondary=secondary,
                             holm_p={k: float(p) for k, p in zip(secondary, adjusted, strict=True)},
                             detectable=D.FOUR_WAY_DESIGN.power["detectable_points"])
+
+
+def _question_alone() -> dict:
+    return F.load_run("start_chapter")["held_out"]["greedy"]
 
 
 def question_alone_readings() -> dict:
     """``read_answers`` of the start asked the question alone on the held-out problems: the first
     decided design's stored ``start_chapter`` run (the same model, problems and greedy budget)."""
-    g = F.load_run("start_chapter")["held_out"]["greedy"]
+    g = _question_alone()
     return read_answers(g["texts"], unbits(g["ended"]), D.held_out_problems())
 
 
 def against_question_alone(which: str = "right", directory: Path | None = None) -> Lift:
     """Exploratory, added after the runs were seen: 'grpo''s change in one outcome at its last
-    checkpoint from the start asked the question alone (not its own start), paired by problem."""
+    checkpoint from the start asked the question alone (not its own start). What is paired: the
+    question alone's one greedy run (greedy, so one run is all there is) is the ``before`` of every
+    'grpo' seed, problem by problem; the interval resamples the 48 held-out calculations (each with
+    its four wordings) and adds the five seeds' t-term, as ``change`` does."""
     if which not in OUTCOMES:
         raise ValueError(f"which must be one of {list(OUTCOMES)}, got {which!r}")
     return _paired(OUTCOMES[which](question_alone_readings()),
@@ -334,6 +353,150 @@ def decided_four_way(directory: Path | None = None) -> DecidedFourWay:
                           grpo={k: float(np.mean([r[k] for r in runs])) for k in runs[0]},
                           no_equation_problems=int(no_eq.sum()), carried_by_no_equation=carried,
                           with_equation=with_equation)
+
+
+# ----------------------------------------------------------------------------- where it sits
+# Exploratory, added after the runs were seen: outside the design and its family.
+
+EXPLORATORY = "exploratory: added after the runs were seen; outside the design's family"
+# the two templates that word a step with "gives" (grpo.lm.data.STEP_TEXT): an addition and a
+# subtraction in nearly the same words
+GIVES = {"gift": "X gives him N", "give": "X gives N to Y"}
+
+
+def held_out_groups(by: str) -> tuple:
+    """A label per held-out problem: its operation ("+", "-", "*", "/") when ``by`` is
+    "operation"; when "wording", its "gives" template (a value of ``GIVES``) or "other"."""
+    problems = D.held_out_problems()
+    if by == "operation":
+        return tuple(D.operation(c) for c in D.chains_of(problems))
+    if by == "wording":
+        return tuple(GIVES.get(step_templates(p)[0], "other") for p in problems)
+    raise ValueError(f"by must be 'operation' or 'wording', got {by!r}")
+
+
+def _conditions(directory) -> dict:
+    """The held-out readings of each condition the chapter compares, (runs, problems): the
+    question alone, the chosen prompt's start, 'grpo' at each checkpoint, 'random_reward' at the
+    last."""
+    last = iterations_or_refuse()
+    out = {"question_alone": question_alone_readings()["four_way"][None],
+           "start": readings_of("start", None, directory)["four_way"][None]}
+    for it in D.checkpoints(last, D.FOUR_WAY_INTERMEDIATE):
+        out[f"grpo_{it}"] = np.stack([readings_of(n, it, directory)["four_way"]
+                                      for n in runs_of_arm("grpo")])
+    out[f"random_reward_{last}"] = np.stack([readings_of(n, None, directory)["four_way"]
+                                             for n in runs_of_arm("random_reward")])
+    return out
+
+
+@dataclass(frozen=True)
+class GainByGroup:
+    """The four shares by group of held-out problems (``gain_by_group``), each condition's seeds
+    averaged, and each change split into the points each group carries (``grpo.stats``'
+    ``GroupChange.carried``: (d)'s are ``carried[group]["right"]``)."""
+    by: str                             # "operation" | "wording" (``held_out_groups``)
+    shares: dict                        # condition -> grpo.stats.GroupShares
+    from_start: dict                    # trained condition -> GroupChange from the chosen start
+    from_question_alone: dict           # every other condition -> GroupChange from the question
+    label: str = EXPLORATORY
+
+
+def gain_by_group(by: str = "operation", directory: Path | None = None) -> GainByGroup:
+    """Where the changes sit: the question alone, the chosen prompt's start, 'grpo' at each
+    checkpoint and 'random_reward' at the last (``_conditions``), each read four ways by
+    ``held_out_groups(by)``; the trained conditions' changes from the start, and every
+    condition's from the question alone."""
+    groups, read = held_out_groups(by), _conditions(directory)
+    trained = [c for c in read if c not in ("question_alone", "start")]
+    return GainByGroup(
+        by=by,
+        shares={c: shares_by_group(r, groups, CALCULATION_READINGS) for c, r in read.items()},
+        from_start={c: group_change(read["start"], read[c], groups, CALCULATION_READINGS)
+                    for c in trained},
+        from_question_alone={c: group_change(read["question_alone"], read[c], groups,
+                                             CALCULATION_READINGS)
+                             for c in read if c != "question_alone"})
+
+
+def first_operator(text) -> str:
+    """The operator of an answer's first equation ("+", "-", "*", "/"); "several" when it has
+    more than one, "none" when the answer writes no equation."""
+    found = equations_in(text)
+    if not found:
+        return "none"
+    return found[0].operators[0] if len(found[0].operators) == 1 else "several"
+
+
+def gives_operators(directory: Path | None = None) -> dict:
+    """On the held-out problems of each "gives" template (``GIVES``), the share of answers whose
+    first equation's operator is each of + - * / (``first_operator``; and "several", "none"): the
+    question alone, the chosen prompt's start and each 'grpo' seed at its last checkpoint, as
+    {run: {wording: {operator: share}}}."""
+    wording = np.array(held_out_groups("wording"))
+    last = str(iterations_or_refuse())
+    texts = {"question_alone": _question_alone()["texts"],
+             "start": load_run("start", directory)["held_out"]["0"]["texts"],
+             **{n: load_run(n, directory)["held_out"][last]["texts"] for n in runs_of_arm("grpo")}}
+    kinds = ("+", "-", "*", "/", "several", "none")
+    out = {}
+    for run_, written in texts.items():
+        ops = np.array([first_operator(t) for t in written])
+        out[run_] = {w: {k: float(np.mean(ops[wording == w] == k)) for k in kinds}
+                     for w in GIVES.values()}
+    return out
+
+
+def checkpoint_change(which: str = "right", since: int = 10,
+                      directory: Path | None = None) -> Lift:
+    """'grpo''s change in one outcome from its checkpoint ``since`` to its last, seed s paired
+    with seed s, problem by problem; the interval resamples the held-out calculations and adds
+    the seeds' t-term (``change``'s construction)."""
+    last = iterations_or_refuse()
+    if since not in D.checkpoints(last, D.FOUR_WAY_INTERMEDIATE) or since == last:
+        raise ValueError(f"since must be a checkpoint before the last "
+                         f"{D.checkpoints(last, D.FOUR_WAY_INTERMEDIATE)[:-1]}, got {since!r}")
+    names = runs_of_arm("grpo")
+    return _paired(np.stack([outcome(n, which, since, directory) for n in names]),
+                   np.stack([outcome(n, which, None, directory) for n in names]))
+
+
+def selection_change(directory: Path | None = None) -> GroupChange:
+    """The chosen prompt's change on the selection problems (training problems) from the question
+    alone, grouped by how the question alone's answer to each problem reads: what the prompt did
+    to the answers that wrote no equation, and to those that were right."""
+    alone = readings_of("selection_chapter", None, directory)["four_way"]
+    chosen = readings_of(f"selection_{chosen_prompt_or_refuse()}", None, directory)["four_way"]
+    return group_change(alone, chosen, alone, CALCULATION_READINGS)
+
+
+@dataclass(frozen=True)
+class SeedLeftOut:
+    """One endpoint of ``four_way_endpoints`` with one seed left out (``leave_one_seed_out``):
+    ``p`` is the primary's own p-value (it is tested alone at 0.05), a secondary's Holm-adjusted
+    p-value over the five."""
+    lift: Lift
+    p: float
+    holds: bool                         # the interval excludes 0 and p < 0.05
+    survives: bool                      # ``holds`` as it does with every seed
+
+
+def leave_one_seed_out(directory: Path | None = None) -> dict:
+    """Each endpoint's verdict with one seed left out, as {left-out seed: {endpoint: SeedLeftOut}}
+    (endpoints: "primary", then ``SECONDARY``): the design's endpoints on the other four seeds
+    (both arms), the five secondaries Holm-corrected again as one family."""
+    def verdicts(e: FourWayEndpoints) -> dict:
+        lifts = {"primary": e.primary, **e.secondary}
+        ps = {"primary": e.primary.p_value, **e.holm_p}
+        return {k: (x, ps[k], x.significant and ps[k] < 0.05) for k, x in lifts.items()}
+    every = verdicts(four_way_endpoints(directory))
+    seeds = range(D.FOUR_WAY_DESIGN.seeds)
+    out = {}
+    for left in seeds:
+        kept = verdicts(four_way_endpoints(directory, tuple(s for s in seeds if s != left)))
+        out[left] = {k: SeedLeftOut(x, p, holds, holds == every[k][2])
+                     for k, (x, p, holds) in kept.items()}
+    return out
 
 
 def change_verb(x: Lift, up: str = "raised", down: str = "lowered", holm_p: float = 0.0) -> str:

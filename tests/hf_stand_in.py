@@ -21,3 +21,12 @@ def tiny_causal_lm(seed: int = 0, hidden: int = 32, layers: int = 2):
                          eos_token_id=1, tie_word_embeddings=True)
     torch.manual_seed(seed)               # transformers initialises from torch's global generator
     return Qwen2ForCausalLM(config).float(), tokenizer
+
+
+def saved_tiny_causal_lm(directory, seed: int = 0):
+    """``tiny_causal_lm(seed)`` saved to ``directory``, the way TRL's ``GRPOTrainer`` takes a model
+    (it loads the policy, and the reference beside it, from the path); returns the tokenizer."""
+    model, tokenizer = tiny_causal_lm(seed=seed)
+    model.save_pretrained(directory)
+    tokenizer.save_pretrained(directory)
+    return tokenizer

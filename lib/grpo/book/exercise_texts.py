@@ -118,8 +118,8 @@ EXERCISES = (
         ''')),
     # ------------------------------------------------------------------------ 2 REINFORCE
     Exercise(2, "A", "the gradient of log π, by hand", 10, _prose(r"""
-        Write the closed form on the right of the update. `my_grad_log_pi(W, s, a)` gets the
-        weights $W$ (4 × 2), one sensor row `s` and a move `a` (0 for STEP, 1 for LEAP). It returns
+        Write the closed form from the update above. `my_grad_log_pi(W, s, a)` gets the weights
+        $W$ (4 × 2), one sensor row `s` and a move `a` (0 for STEP, 1 for LEAP). It returns
         $\nabla_W \log\pi(a\mid s) = s\,(\mathbf{e}_a - \pi(\cdot\mid s))^\top$ as a 4 × 2 array.
         Compute $\pi$ as a max-shifted softmax of `s @ W`. The check compares your gradient with
         `grad_log_pi` at $W = 0$ and at three random $W$."""), _code('''

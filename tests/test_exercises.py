@@ -582,3 +582,19 @@ def test_a_chapter_with_its_exercises_keeps_to_the_prose_rules(chapter, tmp_path
         assert numbers <= chapter_size.MAX_NUMBERS and words <= chapter_size.MAX_WORDS
     limits = LESSON if chapter >= 6 else dict(zip(LESSON, FIRST_HALF[chapter], strict=True))
     assert over(lesson_counts(nb), limits) == []
+
+
+def test_the_code_a_notebook_and_its_solutions_show_is_ruff_clean(tmp_path):
+    """Each chapter's exercise cells as the notebook runs them (make lint checks the notebooks at
+    100 columns), and each solution as the book shows it, checked before they are inserted."""
+    import subprocess
+    import sys
+    for chapter in toc_chapters():
+        cells = [c["source"] for c in exercise_cells(chapter) if c["cell_type"] == "code"]
+        (tmp_path / f"chapter_{chapter:02d}.py").write_text("\n\n".join(cells) + "\n")
+    for e in EXERCISES:
+        (tmp_path / f"solution_{e.chapter:02d}{e.letter}.py").write_text(e.solution + "\n")
+    lint = subprocess.run([sys.executable, "-m", "ruff", "check", "--config",
+                           str(ROOT / "pyproject.toml"), "--line-length", "100", str(tmp_path)],
+                          capture_output=True, text=True)
+    assert lint.returncode == 0, lint.stdout

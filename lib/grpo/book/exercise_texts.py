@@ -715,7 +715,7 @@ def exercise_cells(chapter: int) -> list[dict]:
     if not exercises:
         return []
     checks = sorted({e.checker for e in exercises} | {n for e in exercises for n in e.uses})
-    header = [f"from grpo.book.exercises import {', '.join(checks)}",
+    header = [_import_line("grpo.book.exercises", checks),
               *sorted({line for e in exercises for line in e.imports})]
     cells = [_cell("markdown", f"{SECTION_TITLE}\n\n{SECTION_INTRO}", chapter, "all", "section")]
     for i, e in enumerate(exercises):
@@ -726,6 +726,22 @@ def exercise_cells(chapter: int) -> list[dict]:
                   _cell("code", e.check, chapter, e.letter, "check"),
                   _cell("markdown", solution_markdown(e), chapter, e.letter, "solution")]
     return cells
+
+
+def _import_line(module: str, names: list[str]) -> str:
+    """``from module import names``, wrapped in parentheses past the book's 100 columns."""
+    line = f"from {module} import {', '.join(names)}"
+    if len(line) <= 100:
+        return line
+    indent = " " * len(f"from {module} import (")
+    wrapped, current = [], f"from {module} import ("
+    for i, name in enumerate(names):
+        word = name + (")" if i == len(names) - 1 else ",")
+        if len(current) + len(word) + 1 > 100:
+            wrapped.append(current.rstrip())
+            current = indent
+        current += word + " "
+    return "\n".join(wrapped + [current.rstrip()])
 
 
 def with_exercises(nb: dict, chapter: int) -> dict:

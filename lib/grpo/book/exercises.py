@@ -146,7 +146,7 @@ def _exact_score_cases():
 _SWEEP_ADVICE = {
     "a floor with no lava": "with no lava every run reaches the dock, so the score is 1",
     "a floor with lava on tile 1, always STEP": "the run steps into lava on tile 1 and scores "
-                                                "1/39: a lava tile t is worth t/39, not 0",
+                                                "1/39 (a lava tile t is worth t/39, not 0)",
     "a floor with lava on tile 2, always LEAP": "a LEAP from tile 0 lands on tile 2 or 3, each "
                                                 "with probability 1/2",
 }

@@ -230,11 +230,12 @@ EXERCISES = (
             return (r - r.mean()) / (r.std() + 1e-8)
         ''')),
     Exercise(4, "B", "how the update averages over steps", 10, _prose(r"""
-        `step_divisors` gives each step its divisor $d_n$ under the three averages of this chapter.
-        Write it: `my_step_divisors(run, G, averaging)` gets the run of every step (as in
-        `group.run`), the group size $G$, and one of `"batch_steps"`, `"per_answer"` or
-        `"constant"`. It returns one divisor per step: $N$ for every step, $G\,|o_i|$ for a step of
-        run $i$, or $G \times 39$. `np.bincount` counts each run's steps."""), _code('''
+        The live panel's three ways to average the update over steps are `step_divisors`: it gives
+        each step its divisor $d_n$. Write it: `my_step_divisors(run, G, averaging)` gets the run
+        of every step (as in `group.run`), the group size $G$, and one of `"batch_steps"`,
+        `"per_answer"` or `"constant"`. It returns one divisor per step: $N$, the group's number
+        of steps, for every step; $G\,|o_i|$ for a step of run $i$; or $G \times 39$, the longest
+        possible group. `np.bincount` counts each run's steps."""), _code('''
         def my_step_divisors(run, G, averaging):
             """Each step's divisor d_n in the update's sum of A * rho * grad log pi / d_n.
 

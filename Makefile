@@ -73,12 +73,13 @@ book-strict: $(STAMP)
 	$(BIN)/jupyter-book build . --all --quiet --warningiserror --keep-going
 	@echo "The book is at file://$(CURDIR)/_build/html/index.html"
 
-# Every built page in headless Debian chromium (installed by the test when missing, else a loud
+# What a student sees on each chapter and lab-notes page (tests/site_lessons.py: captioned figures,
+# no visible plumbing, folded solutions), then every built page in headless Debian chromium (installed by the test when missing, else a loud
 # skip); screenshots at desktop and phone widths go to _build/screenshots/. Then the Jupyter route:
 # a chapter in JupyterLab as `make lab` starts it, before and after Run All (tests/browser_lab.py,
 # screenshots beside the site's). The self-tests prove the checks fail on a broken page/notebook.
 browser: $(STAMP) $(LAB_SETTINGS)
-	$(BIN)/python -m pytest -q -p no:cacheprovider tests/browser_site.py tests/browser_selftest.py
+	$(BIN)/python -m pytest -q -p no:cacheprovider tests/site_lessons.py tests/browser_site.py tests/browser_selftest.py
 	@# a process of its own: the site's test holds playwright's session open to its end
 	$(BIN)/python -m pytest -q -p no:cacheprovider tests/browser_lab.py tests/browser_lab_selftest.py
 

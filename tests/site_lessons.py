@@ -11,7 +11,9 @@ On every chapter and lab-notes page:
     switch or loads stored runs: such cells show their output, and their code is one click away
     (`hide-input`) or gone (`remove-input`);
   * no printed output names a file the page wrote or read (``wrote data/results/...``,
-    ``data/runs/...``) or a raw dict.
+    ``data/runs/...``) or a raw dict;
+  * every exercise's solution is folded (an admonition with the ``dropdown`` class, which
+    sphinx-togglebutton closes), and a chapter has two or three exercises.
 """
 from __future__ import annotations
 
@@ -87,8 +89,23 @@ def printed_path_faults(html: str) -> list[str]:
     return faults
 
 
+def solution_faults(html: str) -> list[str]:
+    """Exercise solutions shown open, and a chapter whose exercise count is not two or three."""
+    article = _article(html)
+    faults = []
+    solutions = [a for a in article.select("div.admonition")
+                 if (a.find(class_="admonition-title") or a).get_text(strip=True) == "Solution"]
+    for a in solutions:
+        if "dropdown" not in a.get("class", []):
+            faults.append("an exercise's solution is not folded (no dropdown class)")
+    if article.find(id="exercises") is not None and not 2 <= len(solutions) <= 3:
+        faults.append(f"{len(solutions)} exercises with solutions (two or three a chapter)")
+    return faults
+
+
 def page_faults(html: str) -> list[str]:
-    return image_faults(html) + plumbing_faults(html) + printed_path_faults(html)
+    return (image_faults(html) + plumbing_faults(html) + printed_path_faults(html)
+            + solution_faults(html))
 
 
 def _id(path: Path) -> str:

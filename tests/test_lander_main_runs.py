@@ -75,3 +75,37 @@ def test_the_published_scale_command_writes_its_runs(tmp_path):
                           "4096", "--out", str(out)])
     runs = json.loads(out.read_text())
     assert len(runs) == 1 and runs[0]["test_det"] and "actor_state" not in runs[0]
+
+
+def test_by_algo_groups_the_runs_in_algo_names_order(stored):
+    runs = main_runs.by_algo(list(stored.values()))
+    assert list(runs) == list(main_runs.ALGO_NAMES) == list(main_runs.ENV_STEPS)
+    assert all([r.seed for r in rs] == list(main_runs.SEEDS) for rs in runs.values())
+
+
+def test_diagnostics_vs_published_says_where_ours_falls():
+    ours = {"start_entropy_mean": 0.5, "kl_median": 0.015, "clip_fraction_median": 0.01,
+            "clip_fraction_study_median": 0.05, "group_return_std_median": 41}
+    got = main_runs.diagnostics_vs_published(ours)
+    assert list(got) == list(main_runs.PUBLISHED_DIAGNOSTICS)
+    assert [v["verdict"] for v in got.values()] == ["below", "inside", "above", "inside"]
+    clip = got["median clip fraction"]
+    assert (clip["ours"], clip["ours_study_definition"], clip["published"]) == (0.01, 0.05,
+                                                                                [0.028, 0.042])
+
+
+def test_entropy_on_ppo_states_measures_every_policy_on_ppos_states(monkeypatch, stored):
+    """On a shortened test set: PPO's own final policy measured on its own states, and a uniform
+    policy at log 4 there."""
+    monkeypatch.setattr(main_runs, "TEST_EPISODES", 1)
+    ppo = [stored[("ppo", 0)]]
+    uniform = dataclasses.replace(stored[("grpo", 0)], final_state={
+        k: v * 0 for k, v in stored[("grpo", 0)].final_state.items()})
+    got = main_runs.entropy_on_ppo_states({"ppo": ppo, "flat": [uniform]})
+    assert got["flat"] == pytest.approx(np.log(4))
+    test = lander.Evaluator(range(lander.TEST_SEED0, lander.TEST_SEED0 + 1), rng_seed=0)
+    actor = lander.load_actor(ppo[0].final_state)
+    assert got["ppo"] == pytest.approx(lander.visited_state_entropy(
+        actor, test.play(actor, greedy=False)))
+    with pytest.raises(ValueError, match="PPO"):
+        main_runs.entropy_on_ppo_states({"grpo": [uniform]})

@@ -33,6 +33,29 @@ def test_animation_html_has_a_stable_id_per_name_and_says_what_it_shows():
     anim.to_jshtml()          # drawn, so matplotlib does not warn about an unused animation
 
 
+def test_animate_flights_steps_every_flight_together_and_holds_a_finished_one():
+    """Two flights of 5 and 90 frames at most 30 frames: every 3rd frame, 30 frames, and the short
+    flight holds its last frame once it has ended."""
+    short = np.zeros((5, 4, 6, 3), np.uint8) + np.arange(5, dtype=np.uint8)[:, None, None, None]
+    long = np.zeros((90, 4, 6, 3), np.uint8) + np.arange(90, dtype=np.uint8)[:, None, None, None]
+    anim = plots.animate_flights([short, long], ["short", "long"], max_frames=30)
+    images = [ax.images[0] for ax in anim._fig.axes]
+    assert [ax.get_title() for ax in anim._fig.axes] == ["short", "long"]
+    assert anim._fig.dpi == plots.FLIGHT_FRAME_DPI          # the titles' size, in pixels as drawn:
+    assert all(ax.title.get_fontsize() * anim._fig.dpi / 72 >= 9 for ax in anim._fig.axes)
+    frames = list(anim.new_frame_seq())
+    assert len(frames) == 30
+    anim._func(frames[-1])
+    assert images[0].get_array()[0, 0, 0] == 4 and images[1].get_array()[0, 0, 0] == 87
+    anim._func(1)
+    assert images[0].get_array()[0, 0, 0] == 3 and images[1].get_array()[0, 0, 0] == 3
+    with pytest.raises(ValueError, match="title"):
+        plots.animate_flights([short], ["a", "b"])
+    with pytest.raises(ValueError, match="frame"):
+        plots.animate_flights([short[:0]], ["a"])
+    anim.to_jshtml()          # drawn, so matplotlib does not warn about an unused animation
+
+
 def test_before_after_runs_draws_each_policys_runs_on_the_same_floor():
     floor = lava.held_out_floors()[3]
     W_leapy = np.array([[0.0, 0.0], [0.0, 0.0], [0.0, 0.0], [-3.0, 3.0]])

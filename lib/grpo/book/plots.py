@@ -193,6 +193,41 @@ def animate_run(floor, run, interval: int = 450) -> FuncAnimation:
     return anim
 
 
+# the flown landers' animations draw small, to keep a page's frames small; their titles at
+# FLIGHT_TITLE_PT stay above the browser test's 9 px floor (tests/test_plots.py checks it)
+FLIGHT_FRAME_DPI, FLIGHT_TITLE_PT = 64, 10.5
+
+
+def animate_flights(flights, titles, max_frames: int = 40, interval: int = 100) -> FuncAnimation:
+    """Flights side by side, for ``to_jshtml()``: ``flights`` are each a sequence of RGB frames
+    (``grpo.lander.fly``), ``titles`` one per flight; every k-th frame, so that the longest flight
+    takes at most ``max_frames``, and a finished flight holds its last frame."""
+    if not len(flights) or len(flights) != len(titles):
+        raise ValueError(f"need one title per flight and at least one flight, got {len(flights)} "
+                         f"flights and {len(titles)} titles")
+    if min(len(f) for f in flights) < 1 or max_frames < 1:
+        raise ValueError("every flight needs a frame, and max_frames must be at least 1")
+    n = max(len(f) for f in flights)
+    stride = max(1, -(-n // max_frames))
+    fig, axes = plt.subplots(1, len(flights), figsize=(2.2 * len(flights), 2.0),
+                             dpi=FLIGHT_FRAME_DPI)
+    images = []
+    for ax, f, t in zip(np.atleast_1d(axes), flights, titles):
+        images.append(ax.imshow(f[0]))
+        ax.set_title(t, fontsize=FLIGHT_TITLE_PT)
+        ax.axis("off")
+    fig.subplots_adjust(left=0.01, right=0.99, bottom=0.01, top=0.74, wspace=0.04)
+
+    def frame(k):
+        for im, f in zip(images, flights):
+            im.set_data(f[min(k * stride, len(f) - 1)])
+        return images
+
+    anim = FuncAnimation(fig, frame, frames=-(-n // stride), interval=interval, blit=False)
+    plt.close(fig)
+    return anim
+
+
 def plot_seed_curves(ax, runs, label: str | None = None, color: str | None = None,
                      ls: str = "-") -> None:
     """The seed-mean test-score curve of ``algos.SeedRuns``, with a band from the lowest to the

@@ -26,7 +26,7 @@ re-trains each arm's first iteration and checks it against the stored one.
 """
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
@@ -34,6 +34,7 @@ import numpy as np
 from grpo.pool import parallel_map
 from grpo.files import json_ready
 from grpo.runstore import command_line, cpu_timed, read_json, run_dir, write_json
+from grpo.stats import SeedInterval, holm, over_seeds
 from grpo.lander import DIAGNOSTICS, LanderGRPOConfig, LanderResult, RunSpec, train
 
 VALUE_SCALE = 100.0   # the size of the landing and crash rewards (+-100)
@@ -116,6 +117,83 @@ def run_study(arms=tuple(ARMS), seeds=SEEDS, workers: int = 2, path: Path | None
 def load_study(path: Path | None = None) -> dict:
     """The stored study, as ``run_study`` wrote it."""
     return read_json(Path(path or stored_path()), MODULE)
+
+
+def runs_of(study: dict, arm: str) -> list[dict]:
+    """One arm's stored runs (``compact``'s records), in the study's seed order."""
+    if arm not in study["arms"]:
+        raise ValueError(f"arm must be one of {sorted(study['arms'])}, got {arm!r}")
+    return [study["arms"][arm]["runs"][str(s)] for s in study["scale"]["seeds"]]
+
+
+def training_cpu_s(study: dict) -> float:
+    """The CPU seconds every stored run of the study took to train."""
+    return sum(r["cpu_s"] for arm in study["arms"] for r in runs_of(study, arm))
+
+
+@dataclass(frozen=True)
+class ArmReading:
+    """One arm of the stored study, its final policies flown on the held-out starts, over its
+    seeds (``read_arms``)."""
+    final_det: SeedInterval              # argmax return
+    final_sampled: SeedInterval          # sampled return
+    landed_det: float                    # share of the argmax flights that came to rest
+    landed_sampled: float                # ... and of the sampled ones
+    p_no_engine_legs_down: float | None  # sampled, at legs-down states (None: never down)
+    explained_variance: float | None     # its critic's, median over updates (None: no critic)
+    minus_outcome: SeedInterval | None   # argmax return minus outcome GRPO's, paired by seed
+    holm_p: float | None                 # minus_outcome's p, Holm-adjusted over the other arms
+
+    @property
+    def lifts(self) -> bool:
+        """Its argmax return is above outcome GRPO's, by a difference that survives Holm."""
+        return self.minus_outcome is not None and self.minus_outcome.mean > 0 \
+            and self.holm_p < 0.05
+
+    def record(self) -> dict:
+        """The results registry's entry for this arm."""
+        out = {"final_det": self.final_det.mean, "final_det_ci95": list(self.final_det.ci95),
+               "final_sampled": self.final_sampled.mean, "landed_det": self.landed_det,
+               "landed_sampled": self.landed_sampled,
+               "p_no_engine_legs_down": self.p_no_engine_legs_down,
+               "explained_variance": self.explained_variance}
+        if self.minus_outcome is not None:
+            out.update(minus_outcome=self.minus_outcome.mean,
+                       minus_outcome_ci95=list(self.minus_outcome.ci95), holm_p=self.holm_p)
+        return out
+
+
+def _mean_of_known(values) -> float | None:
+    known = [v for v in values if v is not None]
+    return float(np.mean(known)) if known else None
+
+
+def read_arms(study: dict) -> dict[str, ArmReading]:
+    """Every arm of the stored ``study`` (ladder, then ablations), read over its seeds; each arm
+    but outcome GRPO is compared with it, paired by seed, Holm-corrected over those arms."""
+    order = [*study["ladder"], *study["ablations"]]
+    if "outcome" not in order:
+        raise ValueError(f"the study must hold the outcome arm, got {order}")
+
+    def per_seed(arm, key):
+        return np.array([r[key] for r in runs_of(study, arm)])
+
+    compared = [a for a in order if a != "outcome"]
+    minus = {a: over_seeds(per_seed(a, "final_det") - per_seed("outcome", "final_det"))
+             for a in compared}
+    adjusted = dict(zip(compared, holm([minus[a].p_value for a in compared])))
+    readings = {}
+    for arm in order:
+        runs = runs_of(study, arm)
+        landed = [float(np.mean([r["outcomes"][m]["landed"] for r in runs]))
+                  for m in ("final_det", "final_sampled")]
+        readings[arm] = ArmReading(
+            over_seeds(per_seed(arm, "final_det")), over_seeds(per_seed(arm, "final_sampled")),
+            landed[0], landed[1],
+            _mean_of_known(r["sleep_gate"]["p_no_engine"] for r in runs),
+            _mean_of_known(r["explained_variance_median"] for r in runs),
+            minus.get(arm), float(adjusted[arm]) if arm in adjusted else None)
+    return readings
 
 
 def main(argv=None) -> None:

@@ -51,6 +51,9 @@ METHODS = {
     # the critic that learns
     "grpo_gae_scaled": LanderGRPOConfig(baseline="gae", value_scale=100.0),
 }
+# each method's name on the pages
+METHOD_NAMES = {"ppo": "PPO", "grpo": "outcome GRPO", "grpo_value": "GRPO, V(s) baseline",
+         "grpo_gae": "GRPO, GAE from V(s)", "grpo_gae_scaled": "GRPO, GAE, V fits target / 100"}
 CHECKPOINTS = (100_000, 300_000, 500_000)
 BATCHES = 8                      # K independent batches per checkpoint
 SEED = 0                         # the training run the checkpoints come from

@@ -20,14 +20,15 @@ from __future__ import annotations
 from dataclasses import asdict
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from grpo.files import json_ready
 from grpo.pool import parallel_map
 from grpo.runstore import (command_line, cpu_timed, read_arrays, read_json, run_dir, write_arrays,
                            write_json_rows)
-from grpo.lander import (A2C_CONFIG, ActorCriticConfig, LanderGRPOConfig, RunSpec,
-                         result_from_fields, train)
+from grpo.lander import (A2C_CONFIG, TEST_SEED0, ActorCriticConfig, Evaluator, LanderGRPOConfig,
+                         RunSpec, entropy_of, load_actor, policy_logits, result_from_fields, train)
 
 SEEDS = (0, 1, 2)
 EVAL_EVERY, VAL_EPISODES, TEST_EPISODES = 100_000, 16, 50
@@ -47,6 +48,9 @@ CONFIGS = {
     "grpo_value": LanderGRPOConfig(baseline="value", measure_gradients=True),
     "grpo_process": LanderGRPOConfig(process=True, measure_gradients=True),
 }
+# each algorithm's name on the pages, in their figures' legends and tables (grpo.book.plots.COLORS)
+ALGO_NAMES = {"ppo": "PPO", "grpo": "GRPO", "grpo_value": "GRPO, V(s) baseline",
+         "grpo_process": "GRPO process", "a2c": "A2C"}
 WEIGHTS = ("det_state", "sampled_state", "final_state")
 SNAPSHOTS_KEPT = ("ppo", "grpo")   # periodic snapshots (env steps, weights): the 1M runs' only
 DROPPED = WEIGHTS + ("snapshots", "critic_snapshots", "train_returns")
@@ -133,6 +137,54 @@ def cpu_seconds(directory: Path | None = None) -> list[float]:
     """Each stored run's CPU seconds, in spec order."""
     directory = Path(directory or stored_dir())
     return [r["cpu_s"] for r in read_json(directory / "runs.json", MODULE)["runs"]]
+
+
+def by_algo(results: list) -> dict:
+    """The stored results grouped by algorithm, in ``ALGO_NAMES``' order, each list in seed
+    order."""
+    return {algo: [r for r in results if r.algo == algo] for algo in ALGO_NAMES}
+
+
+def entropy_on_ppo_states(runs: dict) -> dict:
+    """Each algorithm's final policies on one common state set, so that how sharp a policy is does
+    not mix with where it flies: the mean entropy (nats) over the states PPO's final policies
+    visit when they fly the held-out starts sampled, averaged over the algorithm's seeds. ``runs``
+    maps each algorithm to its results (``by_algo``) and must hold PPO's."""
+    if not runs.get("ppo"):
+        raise ValueError(f"runs must hold PPO's results, got {sorted(runs)}")
+    test_seeds = range(TEST_SEED0, TEST_SEED0 + TEST_EPISODES)
+    states = np.concatenate([
+        np.concatenate(Evaluator(test_seeds, rng_seed=r.seed)
+                       .play(load_actor(r.final_state), greedy=False).obs)
+        for r in runs["ppo"]])
+    return {algo: float(np.mean([entropy_of(policy_logits(load_actor(r.final_state), states))
+                                 .mean() for r in rs]))
+            for algo, rs in runs.items()}
+
+
+# The published study's four GRPO diagnostics, ranges over its seeds (lunarlander_grpo_port), and
+# the keys of ``grpo.lander.summarize`` that hold ours: as the trainer counts it, and (where it
+# differs) as SB3 and CleanRL count it, the way the study did
+PUBLISHED_DIAGNOSTICS = {
+    "start-state entropy (nats)": ((0.97, 1.21), "start_entropy_mean", None),
+    "median KL to the reference": ((0.013, 0.019), "kl_median", None),
+    "median clip fraction": ((0.028, 0.042), "clip_fraction_median", "clip_fraction_study_median"),
+    "within-group return std": ((41, 82), "group_return_std_median", None),
+}
+
+
+def diagnostics_vs_published(grpo_summary: dict) -> dict:
+    """Outcome GRPO's diagnostics (``summarize`` of its runs) beside the published ranges: for
+    each, the range, ours, ours counted the study's way, and where that falls ("below",
+    "inside" or "above" the range)."""
+    out = {}
+    for name, ((lo, hi), ours_key, study_key) in PUBLISHED_DIAGNOSTICS.items():
+        ours = grpo_summary[ours_key]
+        study_way = grpo_summary[study_key] if study_key else ours
+        verdict = "below" if study_way < lo else "above" if study_way > hi else "inside"
+        out[name] = {"published": [lo, hi], "ours": ours, "ours_study_definition": study_way,
+                     "verdict": verdict}
+    return out
 
 
 def _timed_run(s: RunSpec) -> tuple:

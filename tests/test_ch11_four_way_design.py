@@ -198,20 +198,45 @@ def test_a_change_earns_its_verb_only_where_its_interval_and_holm_allow(lift, ho
     assert W.change_verb(_lift(*lift), holm_p=holm_p) == verb
 
 
-def test_the_verdict_names_only_the_parts_whose_tests_passed():
-    def ends(primary, calc, calc_p, slip, slip_p):
-        return W.FourWayEndpoints(primary=_lift(*primary),
-                                  secondary={"calculation": _lift(*calc), "slip": _lift(*slip)},
-                                  holm_p={"calculation": calc_p, "slip": slip_p}, detectable=9.9)
-    up, flat = (20.0, 10.0, 30.0), (2.0, -5.0, 9.0)
-    assert W.four_way_verdict(ends(flat, up, 0.0, flat, 1.0)).endswith("could not tell from none")
-    both = W.four_way_verdict(ends(up, up, 0.01, (-6.0, -9.0, -2.0), 0.04))
-    assert "GRPO raised" in both and both.endswith(
-        "it chose that calculation more often, and it slipped less often")
-    only = W.four_way_verdict(ends(up, up, 0.01, (-6.0, -9.0, -2.0), 0.2))
-    assert only.endswith("more often") and "slipped" not in only
-    neither = W.four_way_verdict(ends(up, up, 0.3, flat, 1.0))
-    assert neither.endswith("whether by the calculation chosen or the slips")
+def _ends(primary):
+    return W.FourWayEndpoints(primary=_lift(*primary), secondary={}, holm_p={}, detectable=9.9)
+
+
+def _by(groups):
+    """A GainByGroup over four planted problems: the start writes other calculations on the
+    first two and is right on the last two; GRPO is right on the first three and slips on the
+    fourth."""
+    from grpo.stats import group_change, shares_by_group
+    cats = W.CALCULATION_READINGS
+    start = ["other_calculation", "other_calculation", "right", "right"]
+    after = [["right", "right", "right", "slip"]] * 2
+    change = group_change(start, after, groups, cats)
+    return W.GainByGroup(by="planted", shares={"question_alone": shares_by_group(start, groups, cats),
+                                               "start": shares_by_group(start, groups, cats),
+                                               "grpo_20": shares_by_group(after, groups, cats)},
+                         from_start={"grpo_10": change, "grpo_20": change}, from_question_alone={})
+
+
+def test_the_answer_words_each_finding_as_its_figure_allows():
+    ops, words = _by(["+", "+", "+", "-"]), _by(["X gives him N"] * 2 + ["other"] * 2)
+    written = {"X gives him N": {"+": 0.1, "-": 0.9}}
+    a = W.four_way_answer(_ends((25.0, 10.0, 40.0)), ops, words, written,
+                          _lift(-5.9, -14.6, 2.8), _lift(2.7, -5.7, 11.2), (10, 20))
+    assert "GRPO raised" in a.gain and a.gain.endswith("over that prompt's start.")
+    assert a.where.startswith("Most of that gain sits on addition: 50.0 of the 25.0 points")
+    assert "write “-” in 90% of its answers, (d) was 0% asked alone, 0% under the examples and "\
+        "100% after GRPO" in a.where and '"' not in a.where + a.summary
+    assert "ended where the model's own was" in a.against_alone
+    assert a.growth.startswith("Nothing measurably grew from 10 to 20 iterations")
+    b = W.four_way_answer(_ends((2.0, -5.0, 9.0)), ops, words, written,
+                          _lift(-9.0, -14.0, -2.0), _lift(6.0, 1.0, 11.0), (10, 20))
+    assert "GRPO moved" in b.gain and b.gain.endswith("could not tell from none.")
+    assert "ended below the model's own" in b.against_alone
+    assert b.growth.startswith("(d) grew by +6.0 points from 10 to 20")
+    assert b.text == " ".join(b.sentences)
+    assert a.summary.startswith("with the form given") and "[" not in a.summary
+    assert "ended where the model's own was" in a.summary and "nothing measurably grew" in a.summary
+    assert "ended below" in b.summary and "nothing measurably" not in b.summary
 
 
 def test_the_question_alone_is_the_first_designs_start_read_four_ways():

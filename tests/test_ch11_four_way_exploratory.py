@@ -178,3 +178,14 @@ def test_on_the_selection_problems_the_prompt_kept_c_plus_d_only_by_giving_equat
     assert round(ch.carried["right"]["other_calculation"], 1) == 10.8       # right ones lost to (b)
     assert whole - calc["no_equation"] < -7
     assert np.isclose(sum(calc.values()), whole)
+
+
+def test_the_results_file_keeps_the_committed_design_verbatim_beside_the_results():
+    """data/results/11_pretrained.json stores the design as committed under its own key, never
+    overwritten by a result, and the results under another."""
+    import json
+    from pathlib import Path
+    stored = json.loads((Path(__file__).resolve().parents[1] / "data" / "results"
+                         / "11_pretrained.json").read_text())
+    assert _digest(stored["four_way_design"]) == COMMITTED_DESIGN_SHA256
+    assert not set(stored["four_way"]) & set(stored["four_way_design"])

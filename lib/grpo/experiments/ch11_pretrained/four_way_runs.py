@@ -509,23 +509,89 @@ def change_verb(x: Lift, up: str = "raised", down: str = "lowered", holm_p: floa
     return "moved"
 
 
-def four_way_verdict(e: FourWayEndpoints) -> str:
-    """The chapter's answer, worded as the intervals at the planned seeds allow: the primary, then
-    which of its parts moved (the calculation chosen, the slips), each only if its test passed."""
+@dataclass(frozen=True)
+class FourWayAnswer:
+    """The chapter's answer (``four_way_answer``): one sentence per finding, each worded as its
+    figure allows, and the figures it reads."""
+    gain: str                           # the primary, over the chosen prompt's start
+    where: str                          # the group of problems that carries most of it
+    against_alone: str                  # share (b) against the model asked the question alone
+    growth: str                         # share (d) from the first checkpoint to the last
+    summary: str                        # the four in one sentence, without their intervals
+
+    @property
+    def sentences(self) -> tuple:
+        return (self.gain, self.where, self.against_alone, self.growth)
+
+    @property
+    def text(self) -> str:
+        return " ".join(self.sentences)
+
+
+def four_way_answer(e: FourWayEndpoints, by_operation: GainByGroup, by_wording: GainByGroup,
+                    start_operators: dict, other_vs_alone: Lift, growth: Lift,
+                    growth_between: tuple) -> FourWayAnswer:
+    """Word the chapter's answer from its figures: the primary over the prompt's start (its verb
+    from its interval); the operation that carries most of it, and the "gives" wording that
+    carries most, with the operator the start wrote most on it (``start_operators``:
+    ``gives_operators()["start"]``); share (b) against the question alone (an exploratory
+    comparison: "ended where" only when its interval holds 0); and (d)'s change between the
+    checkpoints ``growth_between`` ("nothing measurably grew" only when its interval holds 0).
+    "Most" only where a group carries over half of the whole. Quoted wordings and operators
+    take typographic quotes, so a sentence holds no ASCII double quote beside its apostrophes
+    (a glued string with both is shown escaped)."""
     verb = change_verb(e.primary)
-    head = (f"with the form given, GRPO {verb} the share of answers that write the problem's "
-            f"calculation and get it right by {e.primary.points:+.1f} points")
-    if verb == "moved":
-        return head + ", a change its seeds could not tell from none"
-    calc, slip = e.secondary["calculation"], e.secondary["slip"]
-    parts = []
-    if change_verb(calc, holm_p=e.holm_p["calculation"]) != "moved":
-        parts.append(f"it chose that calculation {'more' if calc.points > 0 else 'less'} often")
-    if change_verb(slip, holm_p=e.holm_p["slip"]) != "moved":
-        parts.append(f"it slipped {'more' if slip.points > 0 else 'less'} often")
-    if not parts:
-        return head + ", and the runs could not tell whether by the calculation chosen or the slips"
-    return head + ": " + ", and ".join(parts)
+    gain = (f"With the form given by one worked example of each operation, GRPO {verb} the share "
+            f"of held-out answers that write the problem's calculation and get it right, (d), by "
+            f"{e.primary} over that prompt's start"
+            + (", a change its seeds could not tell from none." if verb == "moved" else "."))
+    last = max(by_operation.from_start, key=lambda c: int(c.rsplit("_", 1)[1]) if
+               c.startswith("grpo_") else -1)
+    change = by_operation.from_start[last]
+    top = max(change.carried, key=lambda g: change.carried[g]["right"])
+    carried = change.carried[top]["right"]
+    name = {"+": "addition", "-": "subtraction", "*": "multiplication", "/": "division"}[top]
+    words = by_wording.from_start[last]
+    gift = max(words.carried, key=lambda g: words.carried[g]["right"])
+    alone = by_wording.shares["question_alone"].shares[gift]["right"]
+    start = by_wording.shares["start"].shares[gift]["right"]
+    after = by_wording.shares[last].shares[gift]["right"]
+    written = max(start_operators[gift], key=start_operators[gift].get)
+    share = "Most" if carried > change.whole["right"] / 2 else "The largest part"
+    where = (f"{share} of that gain sits on {name}: {carried:.1f} of the "
+             f"{change.whole['right']:.1f} points. On the problems worded “{gift}”, where the "
+             f"prompt's examples had the model write “{written}” in "
+             f"{start_operators[gift][written]:.0%} of its answers, (d) was {alone:.0%} asked "
+             f"alone, {start:.0%} under the examples and {after:.0%} after GRPO.")
+    if other_vs_alone.ci95[0] <= 0 <= other_vs_alone.ci95[1]:
+        against = (f"Its share of other calculations, (b), ended where the model's own was when "
+                   f"asked the question alone ({other_vs_alone}, a comparison made after the "
+                   f"runs).")
+    else:
+        side = "below" if other_vs_alone.points < 0 else "above"
+        against = (f"Its share of other calculations, (b), ended {side} the model's own when asked "
+                   f"the question alone ({other_vs_alone}, a comparison made after the runs).")
+    since, until = growth_between
+    if growth.ci95[0] <= 0 <= growth.ci95[1]:
+        grew = (f"Nothing measurably grew from {since} to {until} iterations: (d) moved "
+                f"{growth.points:+.1f} points, which the seeds could not tell from none.")
+    else:
+        grew = (f"(d) {'grew' if growth.points > 0 else 'fell'} by {growth.points:+.1f} points "
+                f"from {since} to {until} iterations.")
+    summary = (f"with the form given by one worked example of each operation, GRPO {verb} the "
+               f"share of answers that write the problem's calculation and get it right by "
+               f"{e.primary.points:+.1f} points, "
+               + (f"most of it on {name}, " if carried > change.whole["right"] / 2 else "")
+               + f"worded “{gift}” above all, where the examples had the model write "
+               f"“{written}”; its share of other calculations ended "
+               + ("where the model's own was when asked the question alone"
+                  if other_vs_alone.ci95[0] <= 0 <= other_vs_alone.ci95[1] else
+                  f"{'below' if other_vs_alone.points < 0 else 'above'} the model's own when asked "
+                  "the question alone")
+               + ("; nothing measurably grew after " + str(since) + " iterations"
+                  if growth.ci95[0] <= 0 <= growth.ci95[1] else ""))
+    return FourWayAnswer(gain=gain, where=where, against_alone=against, growth=grew,
+                         summary=summary)
 
 
 # ----------------------------------------------------------------------------- the rules, applied

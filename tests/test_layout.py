@@ -1,10 +1,15 @@
 """The package's layout holds: imports point down the layers (experiments -> run store -> book
 helpers -> library), an experiment imports no other chapter's experiments, no module imports
 another's private name, and inside the library the house rules hold (the games know no learner,
-the model knows no trainer or task, the lander and the language model share only the core). Every
+the model knows no trainer or task, the lander and the language model share only the core; no
+command line, no global random state, no wall clock). The pages' code cells (chapters/ and book/,
+read from the notebooks' JSON, IPython's magics and shell lines left out) and the benches are
+callers above the library: they may import any layer, experiments included, and only public names.
+An import is read whatever its form: under an alias, by a relative or run-time name, through an
+attribute chain below ``import grpo``, or through a module's namespace (``vars(rl)["_x"]``). Every
 public name has one home, the one module it is imported from (the lib, the tests, the benches and
-the chapters' code cells alike). Each rule is checked on the real package and shown to fail on a
-planted violation."""
+the chapters' code cells alike). Each rule is checked on the real package and pages and shown to
+fail on a planted violation, and to pass what the rules allow."""
 import ast
 import json
 import re
@@ -17,8 +22,14 @@ REPO = Path(__file__).resolve().parents[1]
 ROOT = REPO / "lib"
 
 
+CALLER = 4          # the layer of a caller above the package: a page
+
+
 def layer(module: str) -> int:
-    """0 the library, 1 the book helpers, 2 the run store, 3 the experiments."""
+    """0 the library, 1 the book helpers, 2 the run store, 3 the experiments; ``CALLER`` for what
+    is no module of the package, a caller named by its path (``chapters/08_grpo_math.ipynb``)."""
+    if not is_grpo(module):
+        return CALLER
     if module.startswith("grpo.experiments"):
         return 3
     if module == "grpo.runstore" or module.startswith("grpo.runstore."):
@@ -38,6 +49,7 @@ DOMAINS = ("toy", "lander", "lm")               # the library's three subjects; 
 ENVIRONMENTS = {"grpo.toy.lava", "grpo.lander.env"}   # the games: they know no learner
 MODEL_ONLY = {"grpo.lm.model", "grpo.lm.tokenizer"}   # the model: it knows no trainer and no task
 MODEL_CORE = {"grpo", "grpo.checks", "grpo.files", "grpo.seeding"}   # what of the core it may use
+MODEL_PACKAGES = {m.rpartition(".")[0] for m in MODEL_ONLY}          # and the package holding it
 
 
 def domain(module: str) -> str:
@@ -55,64 +67,127 @@ BUILT = "a module name built at run time"
 
 
 def imports(source: str, module: str, is_package: bool):
-    """``(imported module, names taken from it, line)`` for every grpo import in ``source``,
-    relative ones resolved, function-level ones, ``importlib.import_module("grpo...")`` (under any
-    alias) and ``sys.modules["grpo..."]`` included (``BUILT`` for a name put together at run
-    time, whose layer no reader can check); and ``(dotted path, attribute, line)`` for every
-    private attribute reached through a grpo module (``rl._job``, ``grpo.lm.eval._private``,
-    ``getattr(rl, "_job")``, ``sys.modules["grpo.lm.rl"]._job``). A name a function binds for
-    itself (a parameter, a local variable) is not the module it shadows."""
+    """``(found, private_attrs)`` for ``source`` as ``module``. ``found``: ``(imported module,
+    names taken from it, line)`` for every grpo import, relative ones resolved, function-level
+    ones, a module run or loaded by name (``importlib.import_module``, ``__import__``,
+    ``runpy.run_module``, ``pkgutil.resolve_name``, under any alias, a relative name resolved
+    against its package argument) and ``sys.modules["grpo..."]`` included (``BUILT`` for a name
+    put together at run time, whose layer no reader can check); and ``(reached path, [], line,
+    "reaches")`` for every attribute chain that goes below an imported grpo name
+    (``import grpo`` then ``grpo.experiments.ch10_word_problems.long_runs.RUNS``).
+    ``private_attrs``: ``(dotted path, attribute, line)`` for every private attribute reached
+    through a grpo module (``rl._job``, ``grpo.lm.eval._private``, ``getattr(rl, "_job")``,
+    ``vars(rl)["_job"]``, ``rl.__dict__.get("_job")``, ``sys.modules["grpo.lm.rl"]._job``). A
+    name a function binds for itself (a parameter, a local variable) is not the module it
+    shadows."""
     tree = ast.parse(source)
     package = module if is_package else module.rpartition(".")[0]
-    found, aliases, private_attrs = [], {}, []
-    importers = _importers(tree)
+    bindings, shadowed = import_bindings(tree, package), local_names(tree)
+    found, private_attrs = [], []
     for node in ast.walk(tree):
-        dynamic = _imported_by_call(node, *importers) or _sys_modules_entry(node)
+        dynamic = (_imported_by_call(node, bindings, shadowed, module, package)
+                   or _sys_modules_entry(node, bindings))
         if dynamic:
             found.append((dynamic, [], node.lineno))
         elif isinstance(node, ast.Import):
-            for a in node.names:
-                if a.name == "grpo" or a.name.startswith("grpo."):
-                    found.append((a.name, [], node.lineno))
-                    aliases[a.asname or a.name.split(".")[0]] = a.name
+            found += [(a.name, [], node.lineno) for a in node.names if is_grpo(a.name)]
         elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")
-                base = base[:len(base) - node.level + 1]
-                target = ".".join(base + ([node.module] if node.module else []))
-            else:
-                target = node.module or ""
-            if target == "grpo" or target.startswith("grpo."):
-                names = [a.name for a in node.names]
-                found.append((target, names, node.lineno))
-                for a in node.names:
-                    aliases[a.asname or a.name] = f"{target}.{a.name}"
-    shadowed = local_names(tree)
+            target = _from_target(node, package)
+            if is_grpo(target):
+                found.append((target, [a.name for a in node.names], node.lineno))
+    outer_only = shadowed | {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and id(node) not in outer_only:
+            path = qualified(node, bindings)
+            root = dotted(node).split(".")[0]
+            if root in bindings and is_grpo(path) and path != bindings[root]:
+                found.append((path, [], node.lineno, "reaches"))
     for node in ast.walk(tree):
         reached = _private_reach(node)
         if reached is None:
             continue
         base, attr = reached
-        path = dotted(base)
-        if path and path.split(".")[0] in aliases and id(base) not in shadowed:
+        path = "" if id(base) in shadowed else qualified(base, bindings)
+        if path and dotted(base).split(".")[0] in bindings and is_grpo(path):
             private_attrs.append((path, attr, node.lineno))
-        elif _sys_modules_entry(base):
-            private_attrs.append((_sys_modules_entry(base), attr, node.lineno))
+        elif entry := (_sys_modules_entry(base, bindings)
+                       or _imported_by_call(base, bindings, shadowed, module, package)):
+            private_attrs.append((entry, attr, node.lineno))
     return found, private_attrs
 
 
+def is_grpo(name: str) -> bool:
+    return name == "grpo" or name.startswith("grpo.")
+
+
+def _from_target(node: ast.ImportFrom, package: str) -> str:
+    """The module a ``from ... import`` names, a relative one resolved against ``package``."""
+    if not node.level:
+        return node.module or ""
+    base = package.split(".")
+    base = base[:len(base) - node.level + 1]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def import_bindings(tree, package: str) -> dict[str, str]:
+    """What each name a source binds by import stands for, as a dotted path: ``import numpy as
+    np`` binds ``np`` to numpy, ``import grpo.lm.eval`` binds ``grpo`` to grpo, ``from time import
+    perf_counter as pc`` binds ``pc`` to time.perf_counter, ``from . import rl`` (in grpo.lm) binds
+    ``rl`` to grpo.lm.rl."""
+    out = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.asname:
+                    out[a.asname] = a.name
+                else:
+                    out[a.name.split(".")[0]] = a.name.split(".")[0]
+        elif isinstance(node, ast.ImportFrom):
+            target = _from_target(node, package)
+            out.update({a.asname or a.name: f"{target}.{a.name}" for a in node.names
+                        if a.name != "*"})
+    return out
+
+
+def qualified(node, bindings: dict) -> str:
+    """``node``'s dotted name with its root replaced by what an import bound it to (``np.random``:
+    numpy.random); a root no import binds (a builtin, a local) stays as written; '' when ``node``
+    is not a chain of attributes on a name."""
+    path = dotted(node)
+    root, dot, rest = path.partition(".")
+    return bindings[root] + dot + rest if root in bindings else path
+
+
 def _private_reach(node):
-    """``(object, name)`` when ``node`` reaches a private name of an object: ``obj._x`` or
-    ``getattr(obj, "_x"[, default])``; else None."""
+    """``(object, name)`` when ``node`` reaches a private name of an object: ``obj._x``,
+    ``getattr(obj, "_x"[, default])``, ``vars(obj)["_x"]``, ``obj.__dict__["_x"]`` or either
+    one's ``.get("_x")``; else None. A named tuple's own API (``_fields``, ``_replace``, ...) is
+    public, whatever its underscore."""
+    def text(arg):
+        return arg.value if isinstance(arg, ast.Constant) and isinstance(arg.value, str) else ""
+
+    def namespace_of(obj):          # the object whose ``vars`` ``obj`` is, or None
+        if (isinstance(obj, ast.Call) and isinstance(obj.func, ast.Name) and obj.func.id == "vars"
+                and len(obj.args) == 1):
+            return obj.args[0]
+        return obj.value if isinstance(obj, ast.Attribute) and obj.attr == "__dict__" else None
+
+    base, attr = None, ""
     if isinstance(node, ast.Attribute):
         base, attr = node.value, node.attr
-    elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-          and node.func.id == "getattr" and len(node.args) >= 2
-          and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str)):
-        base, attr = node.args[0], node.args[1].value
-    else:
-        return None
-    return (base, attr) if attr.startswith("_") and not attr.startswith("__") else None
+    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr" \
+            and len(node.args) >= 2:
+        base, attr = node.args[0], text(node.args[1])
+    elif isinstance(node, ast.Subscript) and namespace_of(node.value) is not None:
+        base, attr = namespace_of(node.value), text(node.slice)
+    elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+          and node.func.attr == "get" and namespace_of(node.func.value) is not None and node.args):
+        base, attr = namespace_of(node.func.value), text(node.args[0])
+    private = attr.startswith("_") and not attr.startswith("__") and attr not in NAMEDTUPLE_API
+    return (base, attr) if base is not None and private else None
+
+
+NAMEDTUPLE_API = {"_fields", "_field_defaults", "_asdict", "_replace", "_make"}   # public, documented
 
 
 def local_names(tree) -> set:
@@ -149,18 +224,6 @@ def dotted(node) -> str:
     return ".".join([node.id, *reversed(parts)]) if isinstance(node, ast.Name) else ""
 
 
-def _importers(tree) -> tuple[set, set]:
-    """The names a source binds to the ``importlib`` module (``import importlib as il``) and to its
-    ``import_module`` (``from importlib import import_module as load``), and ``__import__``."""
-    modules, functions = {"importlib"}, {"__import__"}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            modules |= {a.asname or a.name for a in node.names if a.name == "importlib"}
-        elif isinstance(node, ast.ImportFrom) and node.module == "importlib":
-            functions |= {a.asname or a.name for a in node.names if a.name == "import_module"}
-    return modules, functions
-
-
 def _constant_prefix(arg) -> tuple[str, bool]:
     """``(text, whole)``: a string argument's constant text, or the constant text it starts with
     when it is built (an f-string, a sum), ``whole`` False then."""
@@ -174,85 +237,112 @@ def _constant_prefix(arg) -> tuple[str, bool]:
     return "", False
 
 
-def _module_named(arg) -> str:
+def _module_named(arg, anchor: str = "") -> str:
     """The grpo module a string argument names: itself when constant; when built at run time, the
     package its constant prefix names whole (``f"grpo.experiments.{x}"``: grpo.experiments), or
-    ``BUILT`` where no package below grpo is fixed (``f"grpo.{x}"``, a variable)."""
+    ``BUILT`` where no package below grpo is fixed (``f"grpo.{x}"``, a variable). A relative name
+    (``".rl"``) is resolved against ``anchor``, the package argument of the call (``BUILT`` when
+    the call gives none a reader can resolve); ``module:attribute`` names the module."""
     text, whole = _constant_prefix(arg)
+    text = text.partition(":")[0]
+    if text.startswith("."):
+        if not anchor:
+            return BUILT
+        level = len(text) - len(text.lstrip("."))
+        base = anchor.split(".")
+        text = ".".join(base[:len(base) - level + 1] + ([text[level:]] if text[level:] else []))
     if whole:
         name = text.rstrip(".")
-        return name if name == "grpo" or name.startswith("grpo.") else ""
+        return name if is_grpo(name) else ""
     fixed = text.rpartition(".")[0]                 # its complete components
     if fixed.startswith("grpo."):
         return fixed
     return BUILT if not text or "grpo".startswith(text) or text.startswith("grpo") else ""
 
 
-def _imported_by_call(node, modules=frozenset({"importlib"}),
-                      functions=frozenset({"__import__"})) -> str:
-    """The grpo module an ``import_module(...)`` or ``__import__(...)`` call names, whatever the
-    alias (``modules``: names of importlib, ``functions``: of import_module), or ``BUILT``."""
-    if not (isinstance(node, ast.Call) and node.args):
-        return ""
-    head, _, attr = dotted(node.func).rpartition(".")
-    if not ((head in modules and attr == "import_module") or (not head and attr in functions)):
-        return ""
-    return _module_named(node.args[0])
+# Calls that import or run a module named by a string: its layer is checked like an import's.
+IMPORTERS = {"importlib.import_module", "__import__", "runpy.run_module", "pkgutil.resolve_name"}
 
 
-def _sys_modules_entry(node) -> str:
+def _imported_by_call(node, bindings: dict, shadowed: set, module: str, package: str) -> str:
+    """The grpo module a call in ``IMPORTERS`` names, whatever the alias it is called by
+    (``import importlib as il``, ``from runpy import run_module as run``), or ``BUILT``. A
+    relative name is resolved against the call's ``package`` argument: a constant, or
+    ``__package__`` (``package``), ``__spec__.parent`` (``package``), ``__name__`` (``module``)."""
+    if not (isinstance(node, ast.Call) and node.args) or id(node.func) in shadowed:
+        return ""
+    if qualified(node.func, bindings) not in IMPORTERS:
+        return ""
+    given = [k.value for k in node.keywords if k.arg == "package"] + node.args[1:2]
+    anchor = ""
+    if given and isinstance(given[0], ast.Constant) and isinstance(given[0].value, str):
+        anchor = given[0].value
+    elif given and dotted(given[0]) in ("__package__", "__spec__.parent"):
+        anchor = package
+    elif given and dotted(given[0]) == "__name__":
+        anchor = module
+    return _module_named(node.args[0], anchor)
+
+
+def _sys_modules_entry(node, bindings: dict) -> str:
     """The grpo module ``sys.modules["grpo..."]`` or ``sys.modules.get("grpo...")`` reads."""
-    if isinstance(node, ast.Subscript) and dotted(node.value) == "sys.modules":
+    if isinstance(node, ast.Subscript) and qualified(node.value, bindings) == "sys.modules":
         return _module_named(node.slice)
-    if isinstance(node, ast.Call) and dotted(node.func) == "sys.modules.get" and node.args:
+    if (isinstance(node, ast.Call) and qualified(node.func, bindings) == "sys.modules.get"
+            and node.args):
         return _module_named(node.args[0])
     return ""
 
 
 def violations(source: str, module: str, is_package: bool = False) -> list[str]:
-    """What ``source``, as ``module``, breaks of the layout's rules."""
+    """What ``source``, as ``module``, breaks of the layout's rules. A caller above the package (a
+    page, named by its path) may import any layer, experiments included, and only public names."""
     out = []
     found, private_attrs = imports(source, module, is_package)
-    for target, names, line in found:
+    for target, names, line, *how in found:
+        verb = how[0] if how else "imports"
         if target == BUILT:
-            out.append(f"{module}:{line} imports {BUILT}: its layer cannot be checked")
+            if layer(module) < CALLER:
+                out.append(f"{module}:{line} imports {BUILT}: its layer cannot be checked")
             continue
         # ``from grpo.x import y`` may name the submodule grpo.x.y
         targets = [target] + [f"{target}.{n}" for n in names]
         mine = layer(module)
         theirs = max(layer(t) for t in targets)
         if theirs > mine:
-            out.append(f"{module}:{line} imports {target} from a layer above it")
+            out.append(f"{module}:{line} {verb} {target} from a layer above it")
         for t in targets:
             if mine == 3 and layer(t) == 3 and chapter(t) and chapter(t) != chapter(module):
-                out.append(f"{module}:{line} imports another chapter's experiment {t}")
+                out.append(f"{module}:{line} {verb} another chapter's experiment {t}")
         for n in names:
             if n.startswith("_") and not n.startswith("__") and target != module:
                 out.append(f"{module}:{line} imports the private name {target}.{n}")
         if mine == 0 and theirs == 0:
-            out += library_rules(module, targets, line)
+            out += library_rules(module, targets, line, verb)
     for path, attr, line in private_attrs:
         out.append(f"{module}:{line} uses the private name {path}.{attr}")
-    return out
+    return list(dict.fromkeys(out))
 
 
-def library_rules(module: str, targets: list[str], line: int) -> list[str]:
-    """The house rules inside the library (``lib/grpo/__init__.py`` states them) that one import
-    can break."""
+def library_rules(module: str, targets: list[str], line: int, verb: str = "imports") -> list[str]:
+    """The house rules inside the library (``lib/grpo/__init__.py`` states them) that one import,
+    or one attribute chain below an imported name, can break. The model's modules (``MODEL_ONLY``)
+    may use each other and the package that holds them."""
     out = []
     for t in targets:
         core = t == "grpo" or any(t == m or t.startswith(m + ".") for m in MODEL_CORE - {"grpo"})
+        model_side = any(t == m or t.startswith(m + ".") for m in MODEL_ONLY) or t in MODEL_PACKAGES
         if module in MODEL_ONLY and t != module and not core and not domain(t):
-            out.append(f"{module}:{line} imports {t}: the model knows no trainer and no task "
+            out.append(f"{module}:{line} {verb} {t}: the model knows no trainer and no task "
                        f"(of the core, only {', '.join(sorted(MODEL_CORE))})")
         if t == module or not domain(t):
             continue
         if module in ENVIRONMENTS:
-            out.append(f"{module}:{line} imports {t}: a game knows no learner (only the core)")
-        elif module in MODEL_ONLY:
-            out.append(f"{module}:{line} imports {t}: the model knows no trainer and no task")
+            out.append(f"{module}:{line} {verb} {t}: a game knows no learner (only the core)")
+        elif module in MODEL_ONLY and not model_side:
+            out.append(f"{module}:{line} {verb} {t}: the model knows no trainer and no task")
         elif domain(module) != domain(t):
-            out.append(f"{module}:{line} imports {t}: the {domain(module) or 'core'} and the "
+            out.append(f"{module}:{line} {verb} {t}: the {domain(module) or 'core'} and the "
                        f"{domain(t)} share only the core")
     return list(dict.fromkeys(out))
 
@@ -331,6 +421,35 @@ def test_the_layers_are_where_the_layout_says():
     ("grpo.lm.model", "from grpo.surrogate import clipped_surrogate\n", "no trainer and no task"),
     ("grpo.lm.tokenizer", "def f():\n    from grpo.objectives import group_advantages\n",
      "no trainer and no task"),
+    # issue 72's: a relative name a module is loaded by, a module run by name, an attribute chain
+    # below ``import grpo``, a private name read through the module's namespace
+    ("grpo.lm.rl", "import importlib\nimportlib.import_module('.experiments.ch10_word_problems', 'grpo')\n",
+     "layer above"),
+    ("grpo.lm.rl", "from importlib import import_module\nimport_module('..runstore', __package__)\n",
+     "layer above"),
+    ("grpo.lm.rl", "import importlib\nimportlib.import_module('.runstore', package=anchor)\n",
+     "built at run time"),
+    ("grpo.lm.rl", "import runpy\nrunpy.run_module('grpo.experiments.ch10_word_problems.long_runs')\n",
+     "layer above"),
+    ("grpo.lm.rl", "from runpy import run_module as run\nrun('grpo.runstore')\n", "layer above"),
+    ("grpo.lm.rl", "import pkgutil\npkgutil.resolve_name('grpo.book.plots:COLORS')\n", "layer above"),
+    ("grpo.lm.rl", "import grpo\ngrpo.experiments.ch10_word_problems.long_runs.RUNS\n", "layer above"),
+    ("grpo.lm.eval", "import grpo.lm\ndef f():\n    return grpo.book.results.save_results\n",
+     "layer above"),
+    ("grpo.lander.trainers", "import grpo\ngrpo.lm.rl.train_lm_grpo()\n", "share only the core"),
+    ("grpo.lm.model", "import grpo\ngrpo.lm.rl.train_lm_grpo\n", "no trainer and no task"),
+    ("grpo.experiments.ch08_grpo_math.main_runs",
+     "import grpo.experiments\ngrpo.experiments.ch10_word_problems.long_runs.RUNS\n", "another chapter"),
+    ("grpo.experiments.ch08_grpo_math.main_runs", "from grpo.lm import rl\nvars(rl)['_job']\n",
+     "private"),
+    ("grpo.experiments.ch08_grpo_math.main_runs", "from grpo.lm import rl\nvars(rl).get('_job')\n",
+     "private"),
+    ("grpo.experiments.ch08_grpo_math.main_runs", "import grpo.lm.rl\ngrpo.lm.rl.__dict__['_job']\n",
+     "private"),
+    ("grpo.experiments.ch08_grpo_math.main_runs",
+     "import importlib\nimportlib.import_module('grpo.lm.rl')._job\n", "private"),
+    ("grpo.experiments.ch08_grpo_math.main_runs", "from grpo.lm.rl import RunConfig\nRunConfig._check()\n",
+     "private"),
 ])
 def test_a_planted_violation_fails(module, source, rule):
     found = violations(source, module)
@@ -353,40 +472,200 @@ def test_a_planted_violation_fails(module, source, rule):
     ("grpo.experiments.ch08_grpo_math.main_runs",
      "from grpo.lm import model, rl\ndef f(model):\n    return model._cache\n"
      "def g():\n    rl = object()\n    return getattr(rl, '_x')\n"),
+    # the model's two modules use each other; a named tuple's API is public
+    ("grpo.lm.model", "from grpo.lm.tokenizer import Tokenizer\n"),
+    ("grpo.lm.model",
+     "from grpo.lm import tokenizer\nimport grpo.lm.tokenizer\ngrpo.lm.tokenizer.Tokenizer\n"),
+    ("grpo.lm.tokenizer", "from . import model\nmodel.GPT\n"),
+    ("grpo.experiments.ch08_grpo_math.main_runs",
+     "from grpo.lm.rl import GroupDraws\nGroupDraws._fields\nGroupDraws._make(x)._asdict()\n"
+     "getattr(GroupDraws, '_field_defaults')\nvars(GroupDraws)['_replace']\n"),
+    ("grpo.lm.rl", "import importlib\nimportlib.import_module('.eval', 'grpo.lm')\n"),
+    ("grpo.lm.rl", "import importlib\nimportlib.import_module('.eval', __package__)\n"),
+    ("grpo.lm.rl", "import grpo\ngrpo.lm.eval.outcomes()\ngrpo.checks.check_positive\n"),
+    ("grpo.experiments.ch11_pretrained.format_runs",
+     "from grpo.experiments.ch11_pretrained import design as D\nD.DESIGN.arms\n"),
 ])
 def test_an_import_down_the_layers_passes(module, source):
     assert violations(source, module) == []
 
 
+# ----------------------------------------------------------------------------- the pages: callers above
+# the library
+
+PAGES = sorted([*REPO.glob("chapters/*.ipynb"), *REPO.glob("book/*.ipynb")])
+
+
+def _is_ipython(line: str) -> bool:
+    """A line IPython runs itself: a magic (``%time``) or a shell line (``!pip ...``)."""
+    return line.lstrip().startswith(("%", "!"))
+
+
+def page_source(text: str) -> tuple[str, list[tuple[int, int]], list[str]]:
+    """A notebook's code cells (``text``: its JSON) as one Python source, which line of which cell
+    each of its lines is (``(cell index in the notebook, line in the cell)``, from 0 and 1), and
+    the cells Python cannot read. A cell that does not parse as it stands has its IPython lines
+    read as ``pass`` (an indented one stays in its block); a cell magic (``%%time``) takes the
+    whole cell."""
+    lines, places, unreadable = [], [], []
+    for index, cell in enumerate(json.loads(text)["cells"]):
+        if cell["cell_type"] != "code":
+            continue
+        source = "".join(cell["source"])
+        cell_lines = source.splitlines()
+        try:
+            ast.parse(source)
+        except SyntaxError:
+            if source.lstrip().startswith("%%"):
+                cell_lines = ["pass"] * len(cell_lines)
+            else:
+                cell_lines = [line[:len(line) - len(line.lstrip())] + "pass"
+                              if _is_ipython(line) else line for line in cell_lines]
+            try:
+                ast.parse("\n".join(cell_lines))
+            except SyntaxError as e:
+                unreadable.append(f"cell {index} line {e.lineno} does not parse: {e.msg}")
+                cell_lines = ["pass"] * len(cell_lines)
+        lines += cell_lines
+        places += [(index, n) for n in range(1, len(cell_lines) + 1)]
+    return "\n".join(lines) + "\n", places, unreadable
+
+
+def placed(findings: list[str], page: str, places: list) -> list[str]:
+    """``findings`` on a page's joined source (``page:LINE ...``) with each line named by its cell
+    (``page cell 12 line 3 ...``)."""
+    def where(match):
+        cell, line = places[int(match.group(1)) - 1]
+        return f"{page} cell {cell} line {line}"
+    return [re.sub(rf"^{re.escape(page)}:(\d+)", where, f) for f in findings]
+
+
+def page_violations(text: str, page: str) -> list[str]:
+    """What a page's code cells break of the layout, as a caller above the library: a page may
+    import any layer (experiments too), and only public names (``violations``)."""
+    source, places, unreadable = page_source(text)
+    return [f"{page} {u}" for u in unreadable] + placed(violations(source, page), page, places)
+
+
+def test_every_page_and_bench_keeps_the_layout():
+    """The pages and the benches, callers above the library (the tests reach private names on
+    purpose, to check and to monkeypatch them)."""
+    assert PAGES, "no pages found"
+    found = []
+    for path in PAGES:
+        found += page_violations(path.read_text(), str(path.relative_to(REPO)))
+    for path in sorted(REPO.glob("bench/*.py")):
+        found += violations(path.read_text(), str(path.relative_to(REPO)))
+    assert not found, "\n".join(found)
+
+
+def notebook(*cells: str) -> str:
+    """A notebook's JSON with these code cells, a markdown cell first (so code cell k is cell k)."""
+    return json.dumps({"cells": [{"cell_type": "markdown", "source": ["# a page"]}]
+                       + [{"cell_type": "code", "source": c.splitlines(keepends=True)}
+                          for c in cells]})
+
+
+@pytest.mark.parametrize("cells, where", [
+    (["from grpo.lm.rl import _check_config\n"], "cell 1 line 1"),
+    (["import numpy as np\n", "from grpo.lm import rl\nx = 1\nrl._check_config(cfg)\n"],
+     "cell 2 line 3"),
+    (["from grpo.lm import rl\n", "%time f()\nvars(rl)['_check_config']\n"], "cell 2 line 2"),
+    (["import grpo.lm.rl\ngrpo.lm.rl.__dict__.get('_check_config')\n"], "cell 1 line 2"),
+    (["import importlib\nimportlib.import_module('grpo.lm.rl')._check_config\n"], "cell 1 line 2"),
+    (["from grpo.lm import rl\ngetattr(rl, '_check_config')\n"], "cell 1 line 2"),
+])
+def test_a_page_reaching_a_private_name_fails_at_its_cell_and_line(cells, where):
+    found = page_violations(notebook(*cells), "chapters/99_x.ipynb")
+    assert found and all("private name grpo.lm.rl._check_config" in f for f in found), found
+    assert all(f.startswith(f"chapters/99_x.ipynb {where} ") for f in found), found
+
+
+def test_a_page_may_import_experiments_and_a_named_tuples_api():
+    cells = ["%matplotlib inline\nfrom grpo.experiments.ch10_word_problems import long_runs\n",
+             "!pip list\nimport importlib\nrun = importlib.import_module(f'grpo.experiments.{x}')\n",
+             "%%time\nthis line is not Python\n",
+             "from grpo.lm.rl import GroupDraws\nGroupDraws._fields, GroupDraws._field_defaults\n"
+             "d = GroupDraws._make(row)\nd._replace(G=2)._asdict()\n",
+             "for x in range(2):\n    %time f(x)\n",
+             "y = (1\n     % 2)\n"]                  # a line that starts with % in Python
+    assert page_violations(notebook(*cells), "chapters/99_x.ipynb") == []
+
+
+def test_a_page_that_does_not_parse_is_named():
+    found = page_violations(notebook("x = 1\n", "def f(:\n"), "book/x.ipynb")
+    assert len(found) == 1 and found[0].startswith("book/x.ipynb cell 2 line 1 does not parse")
+
+
 # ----------------------------------------------------------------------------- no command line, no global
 # random state, one clock
 
-GLOBAL_SEEDS = {"torch.manual_seed", "torch.random.manual_seed", "torch.seed", "random.seed",
-                "np.random.seed", "numpy.random.seed", "torch.cuda.manual_seed_all"}
-WALL_CLOCKS = {"time.time", "time.perf_counter", "time.monotonic", "perf_counter", "monotonic"}
+# Each by the name its module gives it; an alias (``from time import perf_counter as pc``,
+# ``import numpy.random as npr``) is read back to that name.
+GLOBAL_SEEDS = {"torch.manual_seed", "torch.random.manual_seed", "torch.seed", "torch.random.seed",
+                "torch.set_rng_state", "torch.random.set_rng_state", "torch.cuda.manual_seed",
+                "torch.cuda.manual_seed_all", "random.seed", "random.setstate",
+                "numpy.random.seed", "numpy.random.set_state"}
+WALL_CLOCKS = {f"time.{clock}{ns}" for clock in ("time", "perf_counter", "monotonic")
+               for ns in ("", "_ns")}
+EXITS = {"sys.exit", "os._exit", "exit", "quit"}           # builtins' exit and quit: the site's
+COMMAND_LINES = {"argparse", "getopt", "optparse"}
+
+
+def references(tree, bindings: dict, shadowed: set):
+    """``(qualified name, line)`` for every name ``tree`` reads (each link of an attribute chain,
+    ``getattr(obj, "name")`` too) and every name it imports, each read back through the imports
+    to the name its module gives it; a function's own binding (``def f(exit): exit()``) is left
+    out."""
+    for node in ast.walk(tree):
+        if (isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, ast.Load)
+                and id(node) not in shadowed):
+            yield qualified(node, bindings), node.lineno
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+              and node.func.id == "getattr" and len(node.args) >= 2
+              and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str)
+              and id(node.args[0]) not in shadowed and dotted(node.args[0])):
+            yield f"{qualified(node.args[0], bindings)}.{node.args[1].value}", node.lineno
+        elif isinstance(node, ast.Import):
+            yield from ((a.name, node.lineno) for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            yield from ((f"{node.module}.{a.name}", node.lineno) for a in node.names)
+            yield node.module, node.lineno
+
+
+def _runs_as_main(node) -> bool:
+    """``if __name__ == "__main__":``"""
+    return (isinstance(node, ast.If) and isinstance(node.test, ast.Compare)
+            and {ast.unparse(node.test.left), *map(ast.unparse, node.test.comparators)}
+            == {"__name__", "'__main__'"})
 
 
 def house_rules(source: str, module: str) -> list[str]:
     """What ``source``, as ``module``, breaks of the rules a name check sees: the library (layer
-    0) has no command line (no ``main``, ``argparse`` or ``SystemExit``) and no global random state
-    (it never seeds a global generator); no module of the package times with a wall clock (a
-    timing means CPU seconds: ``runstore.cpu_timed``, or ``time.process_time`` inside a loop)."""
+    0) has no command line (no ``main``, ``if __name__ == "__main__"``, ``sys.argv``, argument
+    parser, ``SystemExit``, ``sys.exit`` or ``exit``) and no global random state (it never seeds
+    a global generator nor sets its state); no module of the package times with a wall clock (a
+    timing means CPU seconds: ``runstore.cpu_timed``, or ``time.process_time`` inside a loop).
+    Each name is read back through the imports (``from time import perf_counter as pc``)."""
     out, tree = [], ast.parse(source)
-    for node in ast.walk(tree):
-        line = getattr(node, "lineno", 0)
-        if isinstance(node, ast.Call) and dotted(node.func) in GLOBAL_SEEDS and layer(module) == 0:
-            out.append(f"{module}:{line} seeds a global generator ({dotted(node.func)}): pass a "
-                       "generator in (grpo.seeding.seeded_generator)")
-        if isinstance(node, ast.Call) and dotted(node.func) in WALL_CLOCKS:
-            out.append(f"{module}:{line} times with a wall clock ({dotted(node.func)}): CPU "
-                       "seconds, through runstore.cpu_timed")
-        if layer(module) == 0 and (
-                (isinstance(node, ast.FunctionDef) and node.name == "main" and node in tree.body)
-                or (isinstance(node, ast.Name) and node.id == "SystemExit")
-                or (isinstance(node, (ast.Import, ast.ImportFrom))
-                    and "argparse" in {a.name for a in node.names} | {node.__dict__.get("module")})):
-            out.append(f"{module}:{line} is a command line: it belongs in grpo.experiments")
-    return out
+    library = layer(module) == 0
+    bindings = import_bindings(tree, module.rpartition(".")[0])
+    for name, line in references(tree, bindings, local_names(tree)):
+        if name in GLOBAL_SEEDS and library:
+            out.append(f"{module}:{line} seeds a global generator ({name}): pass a generator in "
+                       "(grpo.seeding.seeded_generator)")
+        if name in WALL_CLOCKS:
+            out.append(f"{module}:{line} times with a wall clock ({name}): CPU seconds, through "
+                       "runstore.cpu_timed")
+        if library and (name in EXITS | COMMAND_LINES | {"sys.argv", "SystemExit"}):
+            out.append(f"{module}:{line} is a command line ({name}): it belongs in "
+                       "grpo.experiments")
+    if library:
+        for node in tree.body:
+            if (isinstance(node, ast.FunctionDef) and node.name == "main") or _runs_as_main(node):
+                out.append(f"{module}:{node.lineno} is a command line (its entry point): it "
+                           "belongs in grpo.experiments")
+    return list(dict.fromkeys(out))
 
 
 def test_the_library_has_no_command_line_no_global_seed_and_one_clock():
@@ -396,26 +675,49 @@ def test_the_library_has_no_command_line_no_global_seed_and_one_clock():
     assert not found, "\n".join(found)
 
 
-@pytest.mark.parametrize("module, source", [
-    ("grpo.lm.rl", "import torch\ndef f(cfg):\n    torch.manual_seed(cfg.seed)\n"),
-    ("grpo.lm.addition", "import torch\ntorch.random.manual_seed(0)\n"),
-    ("grpo.toy.lava", "import numpy as np\nnp.random.seed(0)\n"),
-    ("grpo.lm.hf", "def main(argv=None):\n    pass\n"),
-    ("grpo.lm.hf", "def f(e):\n    raise SystemExit(f'error: {e}')\n"),
-    ("grpo.lander.trainers", "import argparse\n"),
-    ("grpo.lm.hf", "import time\nt0 = time.perf_counter()\n"),
-    ("grpo.experiments.ch06_lander.gradient_noise", "import time\nt0 = time.time()\n"),
+@pytest.mark.parametrize("module, source, rule", [
+    ("grpo.lm.rl", "import torch\ndef f(cfg):\n    torch.manual_seed(cfg.seed)\n", "global generator"),
+    ("grpo.lm.addition", "import torch\ntorch.random.manual_seed(0)\n", "global generator"),
+    ("grpo.toy.lava", "import numpy as np\nnp.random.seed(0)\n", "global generator"),
+    ("grpo.lm.hf", "def main(argv=None):\n    pass\n", "command line"),
+    ("grpo.lm.hf", "def f(e):\n    raise SystemExit(f'error: {e}')\n", "command line"),
+    ("grpo.lander.trainers", "import argparse\n", "command line"),
+    ("grpo.lm.hf", "import time\nt0 = time.perf_counter()\n", "wall clock"),
+    ("grpo.experiments.ch06_lander.gradient_noise", "import time\nt0 = time.time()\n", "wall clock"),
+    # issue 72's: each name under an alias, and the command line's other doors
+    ("grpo.lm.hf", "from time import perf_counter as pc\nt0 = pc()\n", "wall clock"),
+    ("grpo.lm.hf", "import time as clock\nt0 = clock.perf_counter_ns()\n", "wall clock"),
+    ("grpo.lm.hf", "import time\ntick = getattr(time, 'monotonic')\n", "wall clock"),
+    ("grpo.lm.rl", "from torch import manual_seed as seed_all\nseed_all(0)\n", "global generator"),
+    ("grpo.toy.lava", "import numpy.random as npr\nnpr.seed(0)\n", "global generator"),
+    ("grpo.toy.lava", "from numpy import random\nrandom.seed(0)\n", "global generator"),
+    ("grpo.lm.rl", "import random as stdlib_random\nstdlib_random.seed(1)\n", "global generator"),
+    ("grpo.lm.rl", "import torch\ntorch.set_rng_state(state)\n", "global generator"),
+    ("grpo.lm.hf", "import sys\ndef f():\n    sys.exit(1)\n", "command line"),
+    ("grpo.lm.hf", "from sys import exit as stop\nstop(2)\n", "command line"),
+    ("grpo.lm.hf", "def f():\n    exit(1)\n", "command line"),
+    ("grpo.lm.hf", "import sys\npath = sys.argv[1]\n", "command line"),
+    ("grpo.lm.hf", "if __name__ == '__main__':\n    run()\n", "command line"),
+    ("grpo.lm.hf", "from argparse import ArgumentParser\n", "command line"),
 ])
-def test_a_planted_house_rule_breach_fails(module, source):
-    assert len(house_rules(source, module)) == 1
+def test_a_planted_house_rule_breach_fails(module, source, rule):
+    found = house_rules(source, module)
+    assert found and all(rule in f for f in found), found
 
 
-def test_the_house_rules_pass_what_they_allow():
-    assert house_rules("import torch\ng = torch.Generator().manual_seed(0)\n", "grpo.lm.rl") == []
-    assert house_rules("import time\nt = time.process_time()\n", "grpo.lm.rl") == []
-    assert house_rules("import argparse\ndef main(argv=None):\n    raise SystemExit(1)\n",
-                       "grpo.experiments.hf_cli") == []
-    assert house_rules("import torch\ntorch.manual_seed(0)\n", "grpo.runstore.addition_jobs") == []
+@pytest.mark.parametrize("module, source", [
+    ("grpo.lm.rl", "import torch\ng = torch.Generator().manual_seed(0)\n"),
+    ("grpo.lm.rl", "import time\nt = time.process_time()\nclock = time.thread_time\n"),
+    ("grpo.experiments.hf_cli", "import argparse\ndef main(argv=None):\n    raise SystemExit(1)\n"),
+    ("grpo.experiments.hf_cli", "import sys\nif __name__ == '__main__':\n    sys.exit(main(sys.argv[1:]))\n"),
+    ("grpo.runstore.addition_jobs", "import torch\ntorch.manual_seed(0)\n"),
+    ("grpo.lm.rl", "def f(exit, perf_counter):\n    exit()\n    perf_counter()\n"),   # its own names
+    ("grpo.lm.rl", "import sys\nsys.stderr.write('x')\n"),
+    ("grpo.lm.rl",
+     "import numpy as np\nimport random\nrng, r = np.random.default_rng(0), random.Random(0)\n"),
+])
+def test_the_house_rules_pass_what_they_allow(module, source):
+    assert house_rules(source, module) == []
 
 
 # ----------------------------------------------------------------------------- one name, one thing
@@ -656,14 +958,6 @@ def surface_of(module: str, name: str, where: str, index: dict) -> str:
     return ""
 
 
-def code_cells(path: Path) -> str:
-    """A notebook's code cells as one Python source (magics and shell lines left out)."""
-    cells = json.loads(path.read_text())["cells"]
-    return "\n".join("\n".join(line for line in "".join(c["source"]).splitlines()
-                               if not line.lstrip().startswith(("%", "!")))
-                     for c in cells if c["cell_type"] == "code")
-
-
 def test_every_name_is_imported_from_its_home():
     index, found = package_index(), []
     for path in modules():
@@ -672,13 +966,18 @@ def test_every_name_is_imported_from_its_home():
         # tests may reach a module's imported name to monkeypatch what it calls
         found += stray_imports(path.read_text(), str(path.relative_to(REPO)), index,
                                attributes=False)
-    pages = [f for path in PAGES for f in stray_imports(code_cells(path),
-                                                       str(path.relative_to(REPO)), index)]
+    pages = [f for path in PAGES for f in page_stray_imports(path, index)]
     found += [f for f in pages if not _pending(f)]
     assert not found, "\n".join(found)
 
 
-PAGES = sorted([*REPO.glob("chapters/*.ipynb"), *REPO.glob("book/*.ipynb")])
+def page_stray_imports(path: Path, index: dict) -> list[str]:
+    """``stray_imports`` in a page's code cells, each placed at its cell and line."""
+    page = str(path.relative_to(REPO))
+    source, places, _ = page_source(path.read_text())
+    return placed(stray_imports(source, page, index), page, places)
+
+
 # Library names issue 62 renamed that the pages, rewritten in main, still take (the issue's report
 # lists each edit): old name -> new. Once no page takes an old name, its entry fails the test
 # below and leaves the list.
@@ -693,8 +992,7 @@ def _pending(finding: str) -> str:
 
 def test_the_pages_still_take_only_the_pending_renames():
     index = package_index()
-    taken = {_pending(f) for path in PAGES
-             for f in stray_imports(code_cells(path), str(path.relative_to(REPO)), index)}
+    taken = {_pending(f) for path in PAGES for f in page_stray_imports(path, index)}
     assert taken - {""} == set(PENDING_RENAMES), "drop the renamed names from PENDING_RENAMES"
 
 

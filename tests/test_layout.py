@@ -971,6 +971,71 @@ def test_every_name_is_imported_from_its_home():
     assert not found, "\n".join(found)
 
 
+def surface(source: str, package: str) -> set[str]:
+    """The names a package's ``__init__`` (``source``) imports from its own modules: its surface."""
+    return {a.asname or a.name for node in ast.walk(ast.parse(source))
+            if isinstance(node, ast.ImportFrom)
+            and is_inside(_from_target(node, package), package) for a in node.names}
+
+
+def is_inside(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def taken_from(source: str, package: str, where: str) -> set[str]:
+    """The names ``source`` (module or file ``where``) takes from ``package``: ``from package
+    import n``, and ``alias.n`` where an import bound ``alias`` to the package."""
+    tree = ast.parse(source)
+    own = where if is_inside(where, "grpo") else ""
+    bindings = import_bindings(tree, own.rpartition(".")[0])
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and _from_target(node, own.rpartition(".")[0]) == package:
+            out |= {a.name for a in node.names}
+        elif isinstance(node, ast.Attribute) and qualified(node.value, bindings) == package:
+            out.add(node.attr)
+    return out
+
+
+def unused_surface(package: str, init: str, callers: dict[str, str]) -> list[str]:
+    """The names of ``package``'s surface (``init``: its ``__init__``) that no caller outside the
+    package takes (``callers``: where -> source)."""
+    taken = set()
+    for where, source in callers.items():
+        if not is_inside(where, package):
+            taken |= taken_from(source, package, where)
+    return sorted(surface(init, package) - taken)
+
+
+def callers_of_the_package() -> dict[str, str]:
+    """Every source that may take a name from a package of grpo: its modules, the tests, the
+    benches and the pages' code cells."""
+    out = {module_name(p): p.read_text() for p in modules()}
+    out |= {str(p.relative_to(REPO)): p.read_text()
+            for p in sorted([*REPO.glob("tests/*.py"), *REPO.glob("bench/*.py")])}
+    out |= {str(p.relative_to(REPO)): page_source(p.read_text())[0] for p in PAGES}
+    return out
+
+
+def test_a_packages_surface_names_only_what_its_callers_use():
+    callers, found = callers_of_the_package(), []
+    for path in modules():
+        if path.name == "__init__.py":
+            package = module_name(path)
+            found += [f"{package}.{n}" for n in unused_surface(package, path.read_text(), callers)]
+    assert not found, "named in a package's __init__, used by no caller outside it: " + ", ".join(found)
+
+
+def test_a_surface_name_no_caller_takes_fails():
+    init = "from .env import make_env, fly\nfrom .trainers import train\nfrom grpo import checks\n"
+    callers = {"tests/test_x.py": "from grpo.lander import make_env\n",
+               "chapters/06.ipynb": "from grpo import lander as L\nL.train(spec)\n",
+               "grpo.lander.trainers": "from grpo.lander import fly\n"}       # inside: no caller
+    assert unused_surface("grpo.lander", init, callers) == ["fly"]
+    callers["bench/b.py"] = "import grpo.lander\ngrpo.lander.fly(actor, 0, True)\n"
+    assert unused_surface("grpo.lander", init, callers) == []
+
+
 def page_stray_imports(path: Path, index: dict) -> list[str]:
     """``stray_imports`` in a page's code cells, each placed at its cell and line."""
     page = str(path.relative_to(REPO))

@@ -604,7 +604,7 @@ class LanderResult:
     det_state: dict
     sampled_state: dict
     final_state: dict
-    snapshots: list                # (env steps, actor state_dict), every ``snapshot_every``
+    snapshots: list                # (env steps, actor state_dict) at every evaluation
     critic_snapshots: list | None
     iterations: int
     adam_steps: int

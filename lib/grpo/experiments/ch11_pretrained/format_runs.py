@@ -5,7 +5,8 @@ Each run writes ``data/runs/11_pretrained/decided/NAME.json``:
     selection            the start's greedy answers to the selection problems (training problems)
                          under every prompt: what chose ``design.TRAIN_PROMPT``
     start_<prompt>       the start's greedy answers to the held-out problems under one prompt
-                         (and, for the training prompt, ``PASS_K`` samples of each pass@k problem)
+                         (and, for the training prompt, ``design.DESIGN.pass_at_k_samples``
+                         samples of each pass@k problem)
     <arm>_seed<s>        a GRPO run of one arm and seed: its config, log, first batch, and the
                          same evaluation from its trained weights
 
@@ -106,7 +107,7 @@ class DecidedRun:
     prompt: str = ""
     arm: str = ""
     seed: int = 0
-    pass_k: bool = False                # also PASS_K samples of each pass@k problem
+    pass_k: bool = False                # also pass@k samples of each pass@k problem
     note: str = ""
 
 

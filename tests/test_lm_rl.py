@@ -1,4 +1,5 @@
 """Chapter 8's GRPO loop on the small GPT (lib/grpo/lm/rl.py)."""
+import itertools
 import math
 
 import numpy as np
@@ -9,7 +10,7 @@ from grpo.lm.data import make_splits
 from grpo.lm.model import GPT, GPTConfig
 from dataclasses import replace
 
-from grpo.lm.eval import EvalConfig, evaluate, pass_at_k, score
+from grpo.lm.eval import EvalConfig, evaluate, pass_at_k, pass_at_k_per_problem, score
 from grpo.lm.rl import RunConfig, train_lm_grpo
 from grpo.lm.tokenizer import Tokenizer
 from grpo.lm.train import SFTConfig, sft
@@ -35,14 +36,54 @@ def tiny_model(tok, seed=0, sft_steps=0, train=None):
     return model.eval()
 
 
-def test_pass_at_k_matches_hand_counts():
+def pass_by_hand(answers, k: int) -> float:
+    """One problem's pass@k counted by hand: the share of the C(n, k) ways to draw k of its n
+    answers that hold at least one right answer."""
+    draws = list(itertools.combinations(answers, k))
+    return sum(any(draw) for draw in draws) / len(draws)
+
+
+def unbiased_estimator(right: int, n: int, k: int) -> float:
+    """Chen et al. (2021): 1 - C(n - c, k) / C(n, k), c of the n answers right."""
+    return 1 - math.comb(n - right, k) / math.comb(n, k)
+
+
+def check_pass_at_k(estimate) -> None:
+    """``estimate(correct, k)`` is the unbiased pass@k: on three problems whose values are plain,
+    and for every k on samples of 5 and 8 answers a problem, against the count by hand and the
+    estimator's formula."""
     correct = np.array([[1, 0, 0, 0], [0, 0, 0, 0], [1, 1, 1, 1]])
-    assert pass_at_k(correct, 1) == pytest.approx(correct.mean())
-    assert pass_at_k(correct, 4) == pytest.approx(2 / 3)                      # any right of all 4
+    assert estimate(correct, 1) == pytest.approx(correct.mean())
+    assert estimate(correct, 4) == pytest.approx(2 / 3)                     # any right of all 4
     # problem 0: 1 of 4 right; P(a pair of 4 holds it) = 1 - C(3,2)/C(4,2) = 1/2
-    assert pass_at_k(correct, 2) == pytest.approx((0.5 + 0 + 1) / 3)
+    assert estimate(correct, 2) == pytest.approx((0.5 + 0 + 1) / 3)
+    rng = np.random.default_rng(0)
+    for n in (5, 8):
+        correct = (rng.random((12, n)) < 0.35).astype(int)
+        assert len(set(correct.sum(1))) >= 4, "the problems cover several counts of right answers"
+        for k in range(1, n + 1):
+            by_hand = np.mean([pass_by_hand(row, k) for row in correct])
+            formula = np.mean([unbiased_estimator(row.sum(), n, k) for row in correct])
+            assert by_hand == pytest.approx(formula)
+            assert estimate(correct, k) == pytest.approx(by_hand), (n, k)
+
+
+def test_pass_at_k_matches_hand_counts_and_the_unbiased_estimator():
+    check_pass_at_k(pass_at_k)
+    check_pass_at_k(lambda correct, k: pass_at_k_per_problem(correct, k).mean())
     with pytest.raises(ValueError, match="k"):
-        pass_at_k(correct, 5)
+        pass_at_k(np.zeros((2, 4)), 5)
+
+
+@pytest.mark.parametrize("estimate", [
+    # the union bound min(1, c k / n): right on the three plain problems at k = 1, 2 and 4
+    lambda correct, k: np.minimum(1, np.asarray(correct).sum(1) * k / correct.shape[1]).mean(),
+    # drawing with replacement, 1 - (1 - c/n)^k
+    lambda correct, k: (1 - (1 - np.asarray(correct).mean(1)) ** k).mean(),
+], ids=["union-bound", "with-replacement"])
+def test_a_biased_pass_at_k_fails_the_check(estimate):
+    with pytest.raises(AssertionError):
+        check_pass_at_k(estimate)
 
 
 @pytest.mark.parametrize("correct", [[[2, 0, 0]], [[1, 0, 0.5]], [[1, 0, float("nan")]], [[-1, 1, 0]]])

@@ -57,24 +57,60 @@ def test_panel_choices_add_a_dropdown():
     plt.close("all")
 
 
+def check_grid_figure(fig, algo: str, knob: str, values, seeds, updates: int) -> None:
+    """What the grid figure shows, in full: in order, one seed-mean curve per value of ``knob``
+    (its updates and scores as ``algos.run_seeds`` trains them here), labelled ``knob = value:
+    final score``, then the best possible and the untrained score, each line labelled with its
+    level; the legend shows those labels, no other."""
+    ax = fig.axes[0]
+    expected = []
+    for value in values:
+        runs = algos.run_seeds(algo, seeds=seeds, updates=updates, **{knob: value})
+        shown = value if isinstance(value, str) else format(value, "g")
+        expected.append((f"{knob} = {shown}: final {runs.final_scores.mean():.3f}",
+                         runs.eval_updates, runs.curves.mean(axis=0)))
+    ceiling = lava.ceiling().score
+    untrained = lava.exact_score(lava.held_out_floors(), np.zeros((4, 2))).mean_score
+    labels = [label for label, _, _ in expected]
+    labels += [f"best possible {ceiling:.3f}", f"untrained {untrained:.3f}"]
+    assert [ln.get_label() for ln in ax.lines] == labels
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == labels
+    for ln, (_, updates_at, scores) in zip(ax.lines, expected):
+        np.testing.assert_allclose(ln.get_xdata(), updates_at)
+        np.testing.assert_allclose(ln.get_ydata(), scores)
+    for ln, level in zip(ax.lines[len(values):], (ceiling, untrained)):
+        np.testing.assert_allclose(ln.get_ydata(), level)
+
+
 def test_grid_figure_draws_one_curve_per_value_against_the_ceiling():
     fig = live.grid_figure("PPO", "lr", [0.25, 1.0], seeds=[0, 1], updates=20)
-    ax = fig.axes[0]
-    curves = [ln for ln in ax.lines if len(ln.get_xdata()) > 2]
-    assert len(curves) == 2
-    runs = algos.run_seeds("PPO", seeds=[0, 1], updates=20, lr=1.0)
-    np.testing.assert_allclose(curves[1].get_ydata(), runs.curves.mean(axis=0))
-    levels = [ln.get_ydata()[0] for ln in ax.lines if len(ln.get_xdata()) == 2]
-    assert pytest.approx(lava.ceiling().score) in levels                  # the ceiling line
-    labels = [t.get_text() for t in ax.get_legend().get_texts()]
-    assert labels[0].startswith("lr = 0.25: final") and any("best possible" in t for t in labels)
+    check_grid_figure(fig, "PPO", "lr", [0.25, 1.0], seeds=[0, 1], updates=20)
     plt.close(fig)
 
 
 def test_grid_figure_over_a_choice():
     fig = live.grid_figure("GRPO", "averaging", ["batch_steps", "constant"], seeds=[0], updates=10)
-    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
-    assert labels[0].startswith("averaging = batch_steps: final")
+    check_grid_figure(fig, "GRPO", "averaging", ["batch_steps", "constant"], seeds=[0], updates=10)
+    plt.close(fig)
+
+
+def _legend_text(ax, i, text):
+    ax.get_legend().get_texts()[i].set_text(text)
+
+
+# What the check used to let pass: it read the second curve's scores and the first label's prefix.
+@pytest.mark.parametrize("mutate", [
+    lambda ax: ax.lines[0].set_ydata(ax.lines[1].get_ydata()),          # the first value's curve
+    lambda ax: ax.lines[0].set_xdata(ax.lines[0].get_xdata() + 1),       # drawn at other updates
+    lambda ax: _legend_text(ax, 0, "lr = 0.25: final 0.999"),            # a wrong final score
+    lambda ax: ax.lines[1].set_label("lr = 2: final 0.319"),             # another value
+    lambda ax: _legend_text(ax, 3, "untrained"),                         # a level left out
+], ids=["first-curve", "updates", "final-score", "second-label", "reference-label"])
+def test_a_grid_figure_showing_other_curves_or_labels_fails(mutate):
+    fig = live.grid_figure("PPO", "lr", [0.25, 1.0], seeds=[0, 1], updates=20)
+    mutate(fig.axes[0])
+    with pytest.raises(AssertionError):
+        check_grid_figure(fig, "PPO", "lr", [0.25, 1.0], seeds=[0, 1], updates=20)
     plt.close(fig)
 
 

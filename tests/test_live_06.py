@@ -65,13 +65,49 @@ def test_a_live_cell_that_only_names_the_training_in_comments_fails(source):
         check_live_cell(source)
 
 
+def switches_set(source: str) -> list[str]:
+    """The ``RETRAIN...`` switches a cell's code assigns (not a comment or a string naming one)."""
+    return [n.id for n in ast.walk(ast.parse(source))
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) and n.id.startswith("RETRAIN")]
+
+
+def check_switch_cell(source: str) -> None:
+    """A switch cell's code sets a switch and reads it, and re-trains into scratch/ (it calls
+    ``writable``) or in memory only (the noise study: ``run_noise_study``, and nothing stored);
+    the cell states the cost, CPU-minutes and GB, in its comments."""
+    tree = ast.parse(source)
+    code = live_calls(source)
+    called = {name.rpartition(".")[2] for name in code["calls"]}
+    read = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    switches = switches_set(source)
+    assert switches and set(switches) <= read, f"switches {switches}, read {sorted(read)}"
+    stores = {name for name in called if name.startswith(("save", "write_")) or name.endswith("store")}
+    assert "writable" in called or ("run_noise_study" in called and not stores), called
+    assert "CPU-minutes" in source and "GB" in source
+
+
 @pytest.mark.parametrize("path", PAGES, ids=lambda p: p.name)
 def test_every_switch_retrains_into_scratch_and_states_its_cost(path):
-    switches = [c for c in _code(path) if "RETRAIN" in c]
+    switches = [c for c in _code(path) if switches_set(c)]
     assert switches, f"{path.name} has no stored-run switch"
     for c in switches:
-        assert "writable(" in c or "noise.run_noise_study(" in c      # the noise study stays in memory
-        assert "CPU-minutes" in c and "GB" in c
+        check_switch_cell(c)
+
+
+# Each passes a reading of the cell's text: the words are there, in comments.
+@pytest.mark.parametrize("source", [
+    "# RETRAIN = True re-trains into writable(STORE): 2 CPU-minutes, 0.3 GB each\n"
+    "results = main_runs.load_stored(specs, directory=STORE)\n",
+    "# True re-trains into writable(STORE): 2 CPU-minutes, 0.3 GB each\nRETRAIN = False\n"
+    "if RETRAIN:\n    STORE = main_runs.run_and_store(specs, directory=STORE)\n",
+    "RETRAIN = False  # if RETRAIN: 2 CPU-minutes, 0.3 GB each\n"
+    "STORE = main_runs.run_and_store(specs, directory=writable(STORE))\n",
+    "# noise.run_noise_study(workers=2): 9 CPU-minutes, 0.3 GB each\nRETRAIN_NOISE = False\n"
+    "study = noise.load_study() if RETRAIN_NOISE else noise.write_study()\n",
+], ids=["no-switch", "route-in-a-comment", "switch-never-read", "study-in-a-comment"])
+def test_a_switch_cell_whose_code_does_not_route_fails(source):
+    with pytest.raises(AssertionError):
+        check_switch_cell(source)
 
 
 def test_the_stored_paths_map_to_scratch(monkeypatch):

@@ -355,7 +355,8 @@ EXERCISES = (
         the last `####` is the reference `answer` (a string such as `"72"`), and 0.0 otherwise.
         Strip commas and a dollar sign, accept a sign and decimals, and compare numbers, not
         strings: `12.0` is `12`. It must never raise. Half the cases must not pay: no `####` line,
-        a number in words, words between `####` and the number, `720` for `72`. The modules `re`
+        a number in words, words between `####` and the number, a longer number that
+        only begins with the answer's digits. The modules `re`
         and `decimal` help."""), _code('''
         def my_reward(completion, answer):
             """1.0 if the number right after the last '####' is the answer, else 0.0.

@@ -303,3 +303,10 @@ def test_what_the_groups_carry_adds_up_to_the_whole_change_whatever_their_sizes(
 def test_bad_readings_or_groups_are_named(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+def test_a_lift_names_its_unit_one_run_or_its_seeds():
+    one = paired_lift(np.zeros(40), np.ones(40))
+    assert one.unit == "over 40 problems, one run"
+    many = paired_lift(np.zeros(40), np.ones((3, 40)))
+    assert many.unit == "across 3 seeds and 40 problems"

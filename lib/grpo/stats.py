@@ -166,6 +166,14 @@ class Lift:
         return interval_p_value(self.points, problem_half, self.seed_half,
                                 self.seeds - 1 if self.seed_half > 0 else None)
 
+    @property
+    def unit(self) -> str:
+        """What the interval varies over, in words a page can print beside it: the problems (or
+        the clusters they were resampled by) of one run, or those and the seeds."""
+        if self.seeds == 1:
+            return f"over {self.problems:,} problems, one run"
+        return f"across {self.seeds} seeds and {self.problems:,} problems"
+
     def __str__(self) -> str:
         return f"{self.points:+.1f} points [{self.ci95[0]:+.1f}, {self.ci95[1]:+.1f}]"
 

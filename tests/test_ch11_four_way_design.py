@@ -219,10 +219,11 @@ def _by(groups):
 
 def test_the_answer_words_each_finding_as_its_figure_allows():
     ops, words = _by(["+", "+", "+", "-"]), _by(["X gives him N"] * 2 + ["other"] * 2)
+    a_seeds = _lift(25.0, 10.0, 40.0).seeds
     written = {"X gives him N": {"+": 0.1, "-": 0.9}}
     a = W.four_way_answer(_ends((25.0, 10.0, 40.0)), ops, words, written,
                           _lift(-5.9, -14.6, 2.8), _lift(2.7, -5.7, 11.2), (10, 20))
-    assert "GRPO raised" in a.gain and a.gain.endswith("over that prompt's start.")
+    assert "GRPO raised" in a.gain and a.gain.endswith(f"over that prompt's start, across {a_seeds} seeds.")
     assert a.where.startswith("Most of that gain sits on addition: 50.0 of the 25.0 points")
     assert "write “-” in 90% of its answers, (d) was 0% asked alone, 0% under the examples and "\
         "100% after GRPO" in a.where and '"' not in a.where + a.summary

@@ -30,7 +30,9 @@ def test_one_live_cell_trains_in_a_progress_bar_and_writes_nothing():
     live = [c for c in _cells() if "live-run" in c["metadata"].get("tags", [])]
     assert len(live) == 1 and live[0]["cell_type"] == "code"
     source = "\n".join(line.split("#")[0] for line in live[0]["source"])  # code, not comments
-    assert "progress(" in source and "grpo_update(" in source and "sample_groups(" in source
+    # the library's own iteration (the one train_lm_grpo calls), not a copy of it
+    assert "progress(" in source and "rl.grpo_iteration(" in source and "sample_groups(" in source
+    assert "grpo_update(" not in source and "optim.Adam(" not in source
     for writer in ("write", "save", "open(", "store"):
         assert writer not in source, f"the live run must not write ({writer!r})"
     assert live[0]["outputs"], "the live run is executed and its log printed"

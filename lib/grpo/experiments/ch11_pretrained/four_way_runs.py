@@ -543,8 +543,8 @@ def four_way_answer(e: FourWayEndpoints, by_operation: GainByGroup, by_wording: 
     verb = change_verb(e.primary)
     gain = (f"With the form given by one worked example of each operation, GRPO {verb} the share "
             f"of held-out answers that write the problem's calculation and get it right, (d), by "
-            f"{e.primary} over that prompt's start"
-            + (", a change its seeds could not tell from none." if verb == "moved" else "."))
+            f"{e.primary} over that prompt's start, across {e.primary.seeds} seeds"
+            + (", a change they could not tell from none." if verb == "moved" else "."))
     last = max(by_operation.from_start, key=lambda c: int(c.rsplit("_", 1)[1]) if
                c.startswith("grpo_") else -1)
     change = by_operation.from_start[last]

@@ -114,7 +114,7 @@ def test_the_readings_give_the_chapters_results_file_and_cover_every_stored_file
     """``readings``, which chapter 9 writes its results file from and its lab notes show as tables,
     reads the stored runs back into that file byte for byte; its one switch's cost covers every
     stored file the bench measured."""
-    from grpo.book.results import json_ready
+    from grpo.files import json_ready
     from grpo.experiments.ch09_addition import readings as Rd
     assert set(Rd.STORED_FILES) == set(json.loads(Gd.SWITCH_COSTS.read_text())["files"])
     r = Rd.read_grids(A.addition_tokenizer())

@@ -86,7 +86,7 @@ def test_a_run_from_the_plateau_starts_from_the_plateau_retrained_beside_it(tmp_
 def test_the_readings_give_the_chapters_results_file():
     """``readings``, which chapter 10 writes its results file from and its lab notes show as
     tables, reads the stored runs back into that file byte for byte."""
-    from grpo.book.results import json_ready
+    from grpo.files import json_ready
     from grpo.experiments.ch10_word_problems import readings as R
     runs = {name: L.load_run(name, L.RUN_FOLDER) for name in L.RUNS}
     r = R.read_long_runs(runs, L.RUN_FOLDER)

@@ -108,3 +108,17 @@ def test_the_bench_measured_every_stored_file_of_chapter_9():
 def test_run_job_refuses_what_is_not_a_job():
     with pytest.raises(ValueError, match="job must be a Job"):
         J.run_job({"start": 550, "cfg": None}, {}, A.addition_tokenizer())
+
+
+def test_the_readings_give_the_chapters_results_file_and_cover_every_stored_file():
+    """``readings``, which chapter 9 writes its results file from and its lab notes show as tables,
+    reads the stored runs back into that file byte for byte; its one switch's cost covers every
+    stored file the bench measured."""
+    from grpo.files import json_ready
+    from grpo.experiments.ch09_addition import readings as Rd
+    assert set(Rd.STORED_FILES) == set(json.loads(Gd.SWITCH_COSTS.read_text())["files"])
+    r = Rd.read_grids(A.addition_tokenizer())
+    assert r.sft.start == START and r.sweep.lr == LR and r.grid.key == "annealed, 920 steps"
+    text = json.dumps(json_ready(Rd.grid_registry(r)), indent=2, sort_keys=True,
+                      allow_nan=False) + "\n"
+    assert text == (runstore.DATA_DIR / "results" / "09_grpo_addition.json").read_text()

@@ -81,3 +81,16 @@ def test_a_run_from_the_plateau_starts_from_the_plateau_retrained_beside_it(tmp_
     assert all((a == b).all() for a, b in zip(start.state_dict().values(),
                                               load_sft()[0].state_dict().values()))
     assert tok.eos_id == load_sft()[1].eos_id
+
+
+def test_the_readings_give_the_chapters_results_file():
+    """``readings``, which chapter 10 writes its results file from and its lab notes show as
+    tables, reads the stored runs back into that file byte for byte."""
+    from grpo.files import json_ready
+    from grpo.experiments.ch10_word_problems import readings as R
+    runs = {name: L.load_run(name, L.RUN_FOLDER) for name in L.RUNS}
+    r = R.read_long_runs(runs, L.RUN_FOLDER)
+    assert r.best == "grpo_lr5e-05" and r.long_random == "from_long_sft_random"
+    text = json.dumps(json_ready(R.long_run_registry(r)), indent=2, sort_keys=True,
+                      allow_nan=False) + "\n"
+    assert text == (runstore.DATA_DIR / "results" / "10_word_problems.json").read_text()

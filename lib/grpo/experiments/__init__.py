@@ -14,8 +14,11 @@ the library imports an experiment (``tests/test_layout.py``).
     ch08_grpo_math      main_runs (GRPO two seeds, the continued-SFT control, the start)
     ch09_addition       grids (the chapter's grids of short jobs; the jobs, the SFT run they start
                         from and their storage are the run store's, ``grpo.runstore.addition_jobs``,
-                        shared with chapter 12)
-    ch10_word_problems  long_runs (the lr sweep, its variants, expert iteration, practice, plateau)
+                        shared with chapter 12), readings (what the chapter and its lab notes read
+                        from them, and the chapter's results file)
+    ch10_word_problems  long_runs (the lr sweep, its variants, expert iteration, practice, plateau),
+                        readings (what the chapter and its lab notes read from them, and the
+                        chapter's results file)
     ch11_pretrained     smollm2_runs (the first runs: GRPO and its controls on SmolLM2-135M),
                         design (the two designs, committed before their runs), format_runs (the
                         first design's runs and readings), four_way_runs (the second design's),

@@ -90,7 +90,6 @@ SNAKE = re.compile(r"[a-z_][a-z0-9_]*")
 NOT_CODE = {
     "RETRAIN": "a page's switch, a variable of the chapters' code cells",
     "grpo_small_task_cpu": "a key of book/references.bib",
-    "lr_sweep": "a stored file of chapter 9's grids, named by the chapter",
     "pool_greedy": "a key of a run's evaluations, built as 'pool_' + the reading",
     "pool_sampled": "a key of a run's evaluations, built as 'pool_' + the reading",
     "report_to": "a field of TRL's GRPOConfig",

@@ -30,8 +30,7 @@ BY_KEY = {(e.chapter, e.letter): e for e in EXERCISES}
 
 def namespace() -> dict:
     """What a chapter's exercise cells find defined above them: what the first stub imports."""
-    from grpo.book.display import markdown_table
-    return {"markdown_table": markdown_table, "failure_logs": checks.failure_logs,
+    return {"failure_table": checks.failure_table, "failure_logs": checks.failure_logs,
             "DIAGNOSES": checks.DIAGNOSES}
 
 

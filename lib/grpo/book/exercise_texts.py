@@ -626,9 +626,7 @@ EXERCISES = (
 
         RUNS = failure_logs()  # six runs, "A" to "F": {series name: one value per iteration}
         print("DIAGNOSES:", ", ".join(DIAGNOSES))
-        markdown_table(["series: first → last", *RUNS],
-                       [[f"`{key}`", *(f"{RUNS[name][key][0]:g} → {RUNS[name][key][-1]:g}"
-                                       for name in RUNS)] for key in RUNS["A"]])
+        failure_table(RUNS)  # each series' first and last value, run by run
         '''), "check_diagnosis(diagnose)", _code('''
         import numpy as np
 
@@ -649,8 +647,7 @@ EXERCISES = (
             if change("held_out_right_calculation") < 0.05:
                 return "format_only"                   # accuracy rose, the arithmetic did not
             return "healthy"
-        '''), uses=("DIAGNOSES", "failure_logs"),
-        imports=("from grpo.book.display import markdown_table",)),
+        '''), uses=("DIAGNOSES", "failure_logs", "failure_table")),
     Exercise(12, "B", "a loss that is not a learning curve", 10, _prose(r"""
         Failure 2's worked group, as a function. `my_dapo_loss_at_ratio_one(lengths, rewards)`
         gets one group's answer lengths and rewards. It returns the loss TRL logs under

@@ -923,6 +923,18 @@ def failure_logs() -> dict[str, dict[str, list[float]]]:
             for name, (_, series) in _PLANTED.items()}
 
 
+def failure_table(runs: dict):
+    """``failure_logs``' runs as a table a reader can scan: each series' first and last value,
+    one column a run."""
+    from grpo.book.display import markdown_table
+    if not isinstance(runs, dict) or not runs:
+        raise ValueError("runs must be failure_logs()' dict of runs")
+    first = next(iter(runs.values()))
+    return markdown_table(["series: first → last", *runs],
+                          [[f"`{key}`", *(f"{runs[name][key][0]:g} → {runs[name][key][-1]:g}"
+                                          for name in runs)] for key in first])
+
+
 def _why_not(name, logs, label) -> str:
     """What in run ``name``'s logs speaks against the reader's ``label``."""
     def ends(key):

@@ -76,6 +76,9 @@ BROKEN = NO_ZOOM_HEAD + (
     + '</td></tr></table>'
     '<mjx-container display="true" style="display: block; width: 100px; overflow-x: auto">'
     '<span style="display: inline-block; width: 500px">E = mc^2</span></mjx-container>'
+    # an exercise's solution drawn open (no toggle script folds it here)
+    '<div class="admonition dropdown"><p class="admonition-title">Solution</p>'
+    '<pre>def my_group_advantages(r): ...</pre></div>'
 ) + TAIL
 
 
@@ -121,7 +124,8 @@ def test_a_broken_site_fails_and_a_clean_one_passes(tmp_path):
                   "table scrolls without its first column in view at 390 px: name",
                   "figure numbers are not per page: ['Fig. 28']",
                   "equation wider than its box at 1280 px: mjx-container",
-                  "equation wider than its box at 390 px: mjx-container"):
+                  "equation wider than its box at 390 px: mjx-container",
+                  "[desktop] exercise solution 1 is open", "[phone] exercise solution 1 is open"):
         assert fault in out, f"not reported: {fault}\n{out}"
     shots = sorted(p.name for p in (tmp_path / "shots").glob("*.png"))
     assert shots == ["book__broken-desktop.png", "book__broken-phone.png",

@@ -485,6 +485,22 @@ def check_links(base: str, page_url: str, hrefs: list[str]) -> list[str]:
     return bad
 
 
+# Each exercise's solution (a dropdown admonition titled "Solution") as the reader first meets
+# it: folded, its code not drawn, its title in view.
+SOLUTIONS_JS = """() => [...document.querySelectorAll('main div.admonition.dropdown')]
+  .filter(a => (a.querySelector('.admonition-title') || {}).textContent.trim() === 'Solution')
+  .map(a => { const pre = a.querySelector('pre'); const r = pre ? pre.getBoundingClientRect() : null;
+              const t = a.querySelector('.admonition-title').getBoundingClientRect();
+              return {codeShown: !!(pre && pre.offsetParent !== null && r.height > 0),
+                      titleShown: t.height > 0}; })"""
+
+
+def solution_failures(found: list) -> list[str]:
+    """A solution drawn open, or one whose title (the reader's way to open it) is not drawn."""
+    return [f"exercise solution {k + 1} is {'open' if s['codeShown'] else 'without its title'}"
+            for k, s in enumerate(found) if s["codeShown"] or not s["titleShown"]]
+
+
 @pytest.mark.parametrize("rel", book_pages() or ["(no built pages)"])
 def test_page(rel, server, browser):
     url = urljoin(server, rel)
@@ -496,6 +512,7 @@ def test_page(rel, server, browser):
         page, problems = open_page(browser, url, width)
         failures += [f"[{width}] {p}" for p in problems]
         failures += width_failures(rel, width, page.evaluate(WIDTH_JS))
+        failures += [f"[{width}] {f}" for f in solution_failures(page.evaluate(SOLUTIONS_JS))]
         if width == "desktop":
             found = page.evaluate(CHECK_JS)
             info.update(images=len(found["images"]), animations=len(found["anims"]), math=found["math"],

@@ -189,3 +189,11 @@ def test_the_results_file_keeps_the_committed_design_verbatim_beside_the_results
                          / "11_pretrained.json").read_text())
     assert _digest(stored["four_way_design"]) == COMMITTED_DESIGN_SHA256
     assert not set(stored["four_way"]) & set(stored["four_way_design"])
+
+
+def test_the_answer_says_how_far_the_prompt_had_lowered_its_start():
+    by_op = W.gain_by_group("operation")
+    answer = W.four_way_answer(W.four_way_endpoints(), by_op, W.gain_by_group("wording"),
+                               W.gives_operators()["start"], W.against_question_alone(
+                                   "other_calculation"), W.checkpoint_change("right"), (10, 20))
+    assert "a start the examples had lowered by 10.9 points from the model asked alone" in answer.gain

@@ -172,7 +172,12 @@ def my_group_advantages(scores):
     if np.all(r == 0):
         return r / r
     return (r - r.mean()) / (r.std() + 1e-8)
-""", "NaN or inf for a group whose scores are all 0")],
+""", "NaN or inf for a group whose scores are all 0"),
+        ("eps, no guard", """
+def my_group_advantages(scores):
+    r = np.asarray(scores, dtype=float)
+    return (r - r.mean()) / (r.std() + 1e-8)
+""", "are all 0.7 your advantages are [1.11e-08")],
     (4, "B"): [
         ("per answer without G", """
 def my_step_divisors(run, G, averaging):
@@ -326,14 +331,42 @@ from grpo.surrogate import clipped_surrogate
 def my_grpo_loss(logp, logp_old, mask, rewards):
     surrogate, _ = clipped_surrogate(logp, logp_old, group_advantages(rewards).reshape(-1, 1))
     return ((surrogate * mask).sum(1) / mask.sum(1)).mean()
-""", "the sign is flipped")],
+""", "the sign is flipped"),
+        ("padded width", """
+from grpo.objectives import group_advantages
+from grpo.surrogate import clipped_surrogate
+def my_grpo_loss(logp, logp_old, mask, rewards):
+    surrogate, _ = clipped_surrogate(logp, logp_old, group_advantages(rewards).reshape(-1, 1))
+    return -((surrogate * mask).sum(1) / mask.shape[1]).mean()
+""", "you divided by the padded width"),
+        ("torch's std", """
+from grpo.surrogate import clipped_surrogate
+def my_grpo_loss(logp, logp_old, mask, rewards):
+    adv = (rewards - rewards.mean(1, keepdim=True)) / (rewards.std(1, keepdim=True) + 1e-8)
+    surrogate, _ = clipped_surrogate(logp, logp_old, adv.reshape(-1, 1))
+    return -((surrogate * mask).sum(1) / mask.sum(1)).mean()
+""", "sample std (torch's .std() default"),
+        ("ratio upside down", """
+from grpo.objectives import group_advantages
+from grpo.surrogate import clipped_surrogate
+def my_grpo_loss(logp, logp_old, mask, rewards):
+    surrogate, _ = clipped_surrogate(logp_old, logp, group_advantages(rewards).reshape(-1, 1))
+    return -((surrogate * mask).sum(1) / mask.sum(1)).mean()
+""", "logp and logp_old are swapped")],
     (8, "B"): [("per answer", """
 from grpo.objectives import group_advantages
 from grpo.surrogate import clipped_surrogate
 def my_token_level_loss(logp, logp_old, mask, rewards):
     surrogate, _ = clipped_surrogate(logp, logp_old, group_advantages(rewards).reshape(-1, 1))
     return -((surrogate * mask).sum(1) / mask.sum(1)).mean()
-""", "that is DeepSeekMath's average")],
+""", "that is DeepSeekMath's average"),
+        ("a mean over the padding too", """
+from grpo.objectives import group_advantages
+from grpo.surrogate import clipped_surrogate
+def my_token_level_loss(logp, logp_old, mask, rewards):
+    surrogate, _ = clipped_surrogate(logp, logp_old, group_advantages(rewards).reshape(-1, 1))
+    return -(surrogate * mask).mean()
+""", "padding included")],
     (9, "A"): [
         ("pass@1", "def my_pass_at_k(n, c, k):\n    return c / n\n", "that is pass@1"),
         ("with replacement", "def my_pass_at_k(n, c, k):\n    return 1 - (1 - c / n) ** k\n",

@@ -80,11 +80,11 @@ def test_a_switch_cost_sums_the_bench_estimates_of_its_files(tmp_path):
         "lr_sweep": {"jobs": 13, "jobs_measured": 2, "estimate_cpu_s": 150.0},
         "sft/sft_run": {"jobs": 1, "jobs_measured": 0, "estimate_cpu_s": 90.0}}}))
     assert Gd.retrain_cost("lr_sweep", costs=costs) == \
-        "training again: 13 runs, about 2 CPU-minutes (make bench's estimate)"
+        "RETRAIN = True would train again 13 runs, about 2 CPU-minutes (make bench's estimate)"
     assert Gd.retrain_cost("lr_sweep", "sft/sft_run", costs=costs).startswith(
-        "training again: 14 runs, about 4 CPU-minutes")
+        "RETRAIN = True would train again 14 runs, about 4 CPU-minutes")
     assert Gd.retrain_cost("sft/sft_run", costs=costs).startswith(
-        "training again: 1 run, about 2 CPU-minutes")
+        "RETRAIN = True would train again 1 run, about 2 CPU-minutes")
     costs.write_text(json.dumps({"files": {"one": {"jobs": 1, "estimate_cpu_s": 60.0},
                                            "tiny": {"jobs": 2, "estimate_cpu_s": 20.0}}}))
     assert "1 run, about 1 CPU-minute (" in Gd.retrain_cost("one", costs=costs)

@@ -230,12 +230,14 @@ EXERCISES = (
             return (r - r.mean()) / (r.std() + 1e-8)
         ''')),
     Exercise(4, "B", "how the update averages over steps", 10, _prose(r"""
-        The live panel's three ways to average the update over steps are `step_divisors`: it gives
-        each step its divisor $d_n$. Write it: `my_step_divisors(run, G, averaging)` gets the run
-        of every step (as in `group.run`), the group size $G$, and one of `"batch_steps"`,
-        `"per_answer"` or `"constant"`. It returns one divisor per step: $N$, the group's number
-        of steps, for every step; $G\,|o_i|$ for a step of run $i$; or $G \times 39$, the longest
-        possible group. `np.bincount` counts each run's steps."""), _code('''
+        How the update averages over its steps changes what it learns: the lab notes show
+        the $1/N$ average pushing some seeds into the always-LEAP corner, and the live panel
+        lets you compare three ways. `step_divisors` gives each step its divisor $d_n$.
+        Write it: `my_step_divisors(run, G, averaging)` gets the run of every step (as in
+        `group.run`), the group size $G$, and one of `"batch_steps"`, `"per_answer"` or
+        `"constant"`. It returns one divisor per step: $N$, the group's number of steps, for
+        every step; $G\,|o_i|$ for a step of run $i$; or $G \times 39$, the longest possible
+        group. `np.bincount` counts each run's steps."""), _code('''
         def my_step_divisors(run, G, averaging):
             """Each step's divisor d_n in the update's sum of A * rho * grad log pi / d_n.
 
@@ -438,13 +440,16 @@ EXERCISES = (
             surrogate, _ = clipped_surrogate(logp, logp_old, adv)
             per_answer = (surrogate * mask).sum(1) / mask.sum(1)
             return -per_answer.mean()
-        ''')),
+        '''), imports=("from grpo.objectives import group_advantages  # noqa: F401, for your code",
+                    "from grpo.surrogate import clipped_surrogate  # noqa: F401, for your code")),
     Exercise(8, "B", "the token-level loss", 5, _prose("""
         DAPO averages differently: one mean over every completion token of the batch.
-        `my_token_level_loss(logp, logp_old, mask, rewards)` takes the same inputs as above and
-        returns that loss. Change one line of your answer above. Then think about a group whose
-        wrong answers are the long ones: which of the two losses pushes them down harder, token
-        for token?"""), _code('''
+        `my_token_level_loss(logp, logp_old, mask, rewards)` takes the same inputs as above
+        and returns that loss. Change one line of your answer above. The difference matters
+        when lengths differ: averaged per answer, each token of a long wrong answer weighs
+        less than a token of a short one, so the long answer is pushed down less, token for
+        token; the token-level loss weighs every token the same. That is Dr. GRPO's
+        length-bias argument."""), _code('''
         def my_token_level_loss(logp, logp_old, mask, rewards):
             """The token-level GRPO loss without the KL term: one mean over all completion tokens.
 
@@ -550,12 +555,13 @@ EXERCISES = (
         ''')),
     # ------------------------------------------------------------------------ 11 pretrained
     Exercise(11, "A", "one answer, read four ways", 15, _prose(r"""
-        Write `read_calculation`. `my_read_calculation(text, calculation)` gets an answer and the
-        problem's calculation, written like `"1+7=8"`. Take the answer's first equation with
-        `verifier.equations_in`: each `Equation` it returns has `operands`, `operators` and `true`.
-        Return `"no_equation"`, `"other_calculation"`, `"slip"` or `"right"`. The operands of
-        $+$ and $\times$ may come in either order, those of $-$ and $\div$ may not.
-        `fractions.Fraction` reads the calculation's numbers."""), _code('''
+        Write your own `read_calculation`, the library's four-way reader.
+        `my_read_calculation(text, calculation)` gets an answer and the problem's
+        calculation, written like `"1+7=8"`. Take the answer's first equation with
+        `verifier.equations_in`: each `Equation` it returns has `operands`, `operators` and
+        `true`. Return `"no_equation"`, `"other_calculation"`, `"slip"` or `"right"`. The
+        operands of $+$ and $\times$ may come in either order, those of $-$ and $\div$ may
+        not. `fractions.Fraction` reads the calculation's numbers."""), _code('''
         def my_read_calculation(text, calculation):
             """What the answer's first equation does with the problem's calculation.
 
@@ -582,7 +588,7 @@ EXERCISES = (
             if first.operators != (op,) or first.operands not in orders:
                 return "other_calculation"
             return "right" if first.true else "slip"
-        ''')),
+        '''), imports=("from grpo.lm import verifier  # noqa: F401, for your code",)),
     Exercise(11, "B", "the last number", 10, _prose("""
         The reward here reads the last number an answer writes. `my_last_number(text)` returns
         that number as the verifier normalises it (`verifier.normalize_number`: no commas, no

@@ -332,7 +332,8 @@ def check_group_advantages(fn) -> CheckOutcome:
     (population std, exactly 0 for a group whose scores are all equal)."""
     rng = np.random.default_rng(401)
     groups = [np.array([1.0, 1.0, 0, 0, 0, 0, 0, 0]), np.round(rng.random(8), 3),
-              np.round(rng.random(4), 3), np.full(8, 0.1), np.full(8, 0.0)]
+              np.round(rng.random(4), 3), np.full(8, 0.1), np.full(8, 0.0),
+              np.full(3, 0.7)]            # its mean is not exactly 0.7 in floating point
 
     def run(fn):
         for r in groups:
@@ -343,7 +344,7 @@ def check_group_advantages(fn) -> CheckOutcome:
                 raise _Mistake(f"your advantages are NaN or inf for a group whose scores are all "
                                f"{r[0]:g}: such a group carries no signal and must give exactly 0")
             _nan_hint(got, f"for the group {_show(r)}")
-            if _close(got, want, atol=1e-6):
+            if _close(got, want, atol=1e-6) and (not equal or np.all(got == 0)):
                 continue
             if equal:
                 raise _Mistake(f"for a group whose scores are all {r[0]:g} your advantages are "
@@ -608,6 +609,23 @@ def _loss_batch():
     return logp, logp_old, mask, rewards
 
 
+def _by_hand(batch, aggregation: str, padded: bool = False, ddof: int = 0) -> float:
+    """Chapter 8's loss (beta 0, clip 0.2) written out with one usual mistake: each answer (or the
+    batch) divided by the padded width instead of its tokens, or the group's sample std."""
+    import torch
+
+    from grpo.surrogate import clipped_surrogate
+    logp, logp_old, mask, rewards = batch
+    centred = rewards - rewards.mean(1, keepdim=True)
+    adv = (centred / (rewards.std(1, correction=ddof, keepdim=True) + 1e-8)).reshape(-1, 1)
+    surrogate, _ = clipped_surrogate(logp, logp_old, adv)
+    kept = surrogate * mask
+    if aggregation == "sequence":
+        per_answer = kept.sum(1) / (mask.shape[1] if padded else mask.sum(1))
+        return float(-per_answer.mean())
+    return float(-kept.sum() / (torch.tensor(float(mask.numel())) if padded else mask.sum()))
+
+
 def _loss_check(name, fn, aggregation, other, other_hint):
     """The shared body of chapter 8's two checks: ``fn(logp, logp_old, mask, rewards)`` against
     ``grpo_loss`` (beta 0, clip 0.2, z-scored advantages) under ``aggregation``."""
@@ -627,7 +645,19 @@ def _loss_check(name, fn, aggregation, other, other_hint):
             return f"it matches grpo_loss ({aggregation!r} average), padding and clip included"
         unmasked = grpo_loss(logp, logp_old, None, torch.ones_like(mask), rewards,
                              LossOptions(beta=0.0, aggregation=aggregation))[0]
-        for wrong, hint in ((-want, "the sign is flipped: the loss is minus the objective"),
+        swapped = grpo_loss(logp_old, logp, None, mask, rewards,
+                            LossOptions(beta=0.0, aggregation=aggregation))[0]
+        for wrong, hint in ((_by_hand(batch, aggregation, padded=True),
+                             "you divided by the padded width: divide each answer by its own "
+                             "number of tokens, mask.sum(1)" if aggregation == "sequence" else
+                             "you averaged over every position, padding included: divide by the "
+                             "number of completion tokens, mask.sum()"),
+                            (_by_hand(batch, aggregation, ddof=1),
+                             "your advantages divide by the sample std (torch's .std() default, "
+                             "ddof=1): GRPO's group std is the population std, unbiased=False"),
+                            (float(swapped), "logp and logp_old are swapped: the ratio is "
+                                             "exp(logp - logp_old), the new policy over the old"),
+                            (-want, "the sign is flipped: the loss is minus the objective"),
                             (float(unmasked), "your loss counts the padding: multiply by the mask "
                                               "before you sum"),
                             (library(aggregation=other), other_hint),
@@ -798,7 +828,8 @@ def check_effective_batch(fn) -> CheckOutcome:
 _READING_CASES = [
     ("Omar has 8 shells.", "1+7=8", "no equation at all"),
     ("Omar has 7 - 1 = 6 shells.", "1+7=8", "the wrong operation"),
-    ("Omar has 7 + 1 = 9 shells.", "1+7=8", "the problem's calculation, a false result"),
+    ("Omar has 7 + 1 = 9 shells.", "1+7=8", "the problem's calculation with a false result: the "
+     "operands of + may come in either order, so 7 + 1 is the calculation 1+7"),
     ("Omar has 7 + 1 = 8 shells.", "1+7=8", "operands of + may come in either order"),
     ("Omar has 7 + 2 = 9 shells.", "1+7=8", "another operand"),
     ("Omar has 7 + 1 + 0 = 8 shells.", "1+7=8", "three operands are another calculation"),

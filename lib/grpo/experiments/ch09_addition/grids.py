@@ -180,7 +180,8 @@ def retrain_cost(*files: str, costs=SWITCH_COSTS) -> str:
     minutes = sum(known[f]["estimate_cpu_s"] for f in files) / 60
     about = "under 1 CPU-minute" if minutes < 0.5 else \
         f"about {minutes:.0f} CPU-minute{'s' * (round(minutes) != 1)}"
-    return f"training again: {runs} run{'s' * (runs != 1)}, {about} (make bench's estimate)"
+    return (f"RETRAIN = True would train again {runs} run{'s' * (runs != 1)}, {about} (make "
+            "bench's estimate)")
 
 
 __all__ = ["SWITCH_COSTS", "retrain_cost", "ANNEAL_LENGTHS", "SFT_SEEDS", "UPDATE_SEEDS",

@@ -541,9 +541,13 @@ def four_way_answer(e: FourWayEndpoints, by_operation: GainByGroup, by_wording: 
     take typographic quotes, so a sentence holds no ASCII double quote beside its apostrophes
     (a glued string with both is shown escaped)."""
     verb = change_verb(e.primary)
+    cost = 100 * (by_operation.shares["question_alone"].overall["right"]
+                  - by_operation.shares["start"].overall["right"])
     gain = (f"With the form given by one worked example of each operation, GRPO {verb} the share "
             f"of held-out answers that write the problem's calculation and get it right, (d), by "
             f"{e.primary} over that prompt's start, across {e.primary.seeds} seeds"
+            + (f", a start the examples had lowered by {cost:.1f} points from the model asked "
+               "alone" if cost > 0 else "")
             + (", a change they could not tell from none." if verb == "moved" else "."))
     last = max(by_operation.from_start, key=lambda c: int(c.rsplit("_", 1)[1]) if
                c.startswith("grpo_") else -1)

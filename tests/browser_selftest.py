@@ -39,7 +39,15 @@ HEAD = ('<html><head><meta name="viewport" content="width=device-width, initial-
 # a page that stops the reader pinching a figure larger
 NO_ZOOM_HEAD = HEAD.replace("initial-scale=1", "initial-scale=1, maximum-scale=1, user-scalable=no")
 TAIL = '<a href="../_sources/ok.md">download</a></article></main></body></html>'
-CLEAN = HEAD + f'<p>fine</p><img src="data:image/png;base64,{PNG_1PX}" width="20">' + TAIL
+# a solution folded as sphinx-togglebutton folds one: its code laid out, but hidden; a click on
+# its title opens it (OPENS), or, on the broken page, does nothing
+FOLDED = ('<div class="admonition dropdown toggle-hidden"><p class="admonition-title"{}>Solution</p>'
+          '<div style="height: 0; margin: 0; opacity: 0; visibility: hidden; display: block">'
+          '<pre>def my_group_advantages(r): ...</pre></div></div>')
+OPENS = (' onclick="const b = this.nextElementSibling; b.style.visibility = \'visible\';'
+         ' b.style.height = \'auto\'; b.style.opacity = 1"')
+CLEAN = (HEAD + f'<p>fine</p><img src="data:image/png;base64,{PNG_1PX}" width="20">'
+         + FOLDED.format(OPENS) + TAIL)
 BROKEN = NO_ZOOM_HEAD + (
     '<img src="missing.png">'                                           # an image that fails
     '<div class="math">$$x^2$$</div>'                                   # math MathJax never set
@@ -79,6 +87,7 @@ BROKEN = NO_ZOOM_HEAD + (
     # an exercise's solution drawn open (no toggle script folds it here)
     '<div class="admonition dropdown"><p class="admonition-title">Solution</p>'
     '<pre>def my_group_advantages(r): ...</pre></div>'
+    + FOLDED.format("")  # and one folded that a click does not open
 ) + TAIL
 
 
@@ -125,7 +134,8 @@ def test_a_broken_site_fails_and_a_clean_one_passes(tmp_path):
                   "figure numbers are not per page: ['Fig. 28']",
                   "equation wider than its box at 1280 px: mjx-container",
                   "equation wider than its box at 390 px: mjx-container",
-                  "[desktop] exercise solution 1 is open", "[phone] exercise solution 1 is open"):
+                  "[desktop] exercise solution 1 is open", "[phone] exercise solution 1 is open",
+                  "exercise solution 2 does not open on a click"):
         assert fault in out, f"not reported: {fault}\n{out}"
     shots = sorted(p.name for p in (tmp_path / "shots").glob("*.png"))
     assert shots == ["book__broken-desktop.png", "book__broken-phone.png",

@@ -486,13 +486,20 @@ def check_links(base: str, page_url: str, hrefs: list[str]) -> list[str]:
 
 
 # Each exercise's solution (a dropdown admonition titled "Solution") as the reader first meets
-# it: folded, its code not drawn, its title in view.
+# it: folded, its code not drawn (sphinx-togglebutton keeps it laid out but hidden, a visibility
+# its children inherit), its title in view.
 SOLUTIONS_JS = """() => [...document.querySelectorAll('main div.admonition.dropdown')]
   .filter(a => (a.querySelector('.admonition-title') || {}).textContent.trim() === 'Solution')
   .map(a => { const pre = a.querySelector('pre'); const r = pre ? pre.getBoundingClientRect() : null;
               const t = a.querySelector('.admonition-title').getBoundingClientRect();
-              return {codeShown: !!(pre && pre.offsetParent !== null && r.height > 0),
+              return {codeShown: !!(pre && pre.offsetParent !== null && r.height > 0
+                                    && getComputedStyle(pre).visibility === 'visible'),
                       titleShown: t.height > 0}; })"""
+
+
+OPEN_SOLUTIONS_JS = """() => [...document.querySelectorAll('main div.admonition.dropdown')]
+  .map(a => a.querySelector('.admonition-title'))
+  .filter(t => t && t.textContent.trim() === 'Solution').forEach(t => t.click())"""
 
 
 def solution_failures(found: list) -> list[str]:
@@ -513,6 +520,11 @@ def test_page(rel, server, browser):
         failures += [f"[{width}] {p}" for p in problems]
         failures += width_failures(rel, width, page.evaluate(WIDTH_JS))
         failures += [f"[{width}] {f}" for f in solution_failures(page.evaluate(SOLUTIONS_JS))]
+        if width == "desktop":   # and a click on its title opens it
+            page.evaluate(OPEN_SOLUTIONS_JS)
+            page.wait_for_timeout(300)
+            failures += [f"exercise solution {k + 1} does not open on a click"
+                         for k, s in enumerate(page.evaluate(SOLUTIONS_JS)) if not s["codeShown"]]
         if width == "desktop":
             found = page.evaluate(CHECK_JS)
             info.update(images=len(found["images"]), animations=len(found["anims"]), math=found["math"],

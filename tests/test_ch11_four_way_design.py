@@ -198,8 +198,10 @@ def test_a_change_earns_its_verb_only_where_its_interval_and_holm_allow(lift, ho
     assert W.change_verb(_lift(*lift), holm_p=holm_p) == verb
 
 
-def _ends(primary):
-    return W.FourWayEndpoints(primary=_lift(*primary), secondary={}, holm_p={}, detectable=9.9)
+def _ends(primary, minus_random=(20.0, 5.0, 35.0), holm_p=0.01):
+    return W.FourWayEndpoints(primary=_lift(*primary),
+                              secondary={"right_minus_random": _lift(*minus_random)},
+                              holm_p={"right_minus_random": holm_p}, detectable=9.9)
 
 
 def _by(groups):
@@ -234,10 +236,33 @@ def test_the_answer_words_each_finding_as_its_figure_allows():
     assert "GRPO moved" in b.gain and b.gain.endswith("could not tell from none.")
     assert "ended below the model's own" in b.against_alone
     assert b.growth.startswith("(d) grew by +6.0 points from 10 to 20")
-    assert b.text == " ".join(b.sentences)
+    assert b.text == " ".join(b.sentences) and len(b.sentences) == 5
+    assert a.control == ("Seed for seed, it beat the random-reward control, which pays as often "
+                         "but at random, by 20.0 points.")
     assert a.summary.startswith("with the form given") and "[" not in a.summary
     assert "ended where the model's own was" in a.summary and "nothing measurably grew" in a.summary
     assert "ended below" in b.summary and "nothing measurably" not in b.summary
+
+
+@pytest.mark.parametrize("minus_random, holm_p, kept, words", [
+    ((20.0, 5.0, 35.0), 0.01, (5, 5), "it beat the random-reward control, which pays as often but "
+                                      "at random, by 20.0 points."),
+    ((20.0, 5.0, 35.0), 0.01, (1, 5), "by 20.0 points, but with one seed left out that verdict "
+                                      "holds in only 1 of the 5 cases."),
+    ((20.0, 5.0, 35.0), 0.01, (0, 5), "holds in none of the 5 cases."),
+    ((20.0, 5.0, 35.0), 0.2, (5, 5), "it could not be told from the random-reward control, which "
+                                     "pays as often but at random (+20.0 points)."),
+    ((4.0, -1.0, 9.0), 0.01, None, "could not be told from the random-reward control, which pays "
+                                   "as often but at random (+4.0 points)."),
+    ((-20.0, -35.0, -5.0), 0.01, None, "it fell behind the random-reward control, which pays as "
+                                       "often but at random, by 20.0 points.")])
+def test_the_answer_holds_grpo_to_its_control_as_the_interval_holm_and_seeds_allow(
+        minus_random, holm_p, kept, words):
+    ops, words_by = _by(["+", "+", "+", "-"]), _by(["X gives him N"] * 2 + ["other"] * 2)
+    a = W.four_way_answer(_ends((25.0, 10.0, 40.0), minus_random, holm_p), ops, words_by,
+                          {"X gives him N": {"+": 0.1, "-": 0.9}}, _lift(-5.9, -14.6, 2.8),
+                          _lift(2.7, -5.7, 11.2), (10, 20), control_kept=kept)
+    assert a.control.endswith(words) and a.control.startswith("Seed for seed, it ")
 
 
 def test_the_question_alone_is_the_first_designs_start_read_four_ways():

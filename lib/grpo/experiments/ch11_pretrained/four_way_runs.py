@@ -514,6 +514,7 @@ class FourWayAnswer:
     """The chapter's answer (``four_way_answer``): one sentence per finding, each worded as its
     figure allows, and the figures it reads."""
     gain: str                           # the primary, over the chosen prompt's start
+    control: str                        # GRPO minus the random-reward control, seed for seed
     where: str                          # the group of problems that carries most of it
     against_alone: str                  # share (b) against the model asked the question alone
     growth: str                         # share (d) from the first checkpoint to the last
@@ -521,7 +522,7 @@ class FourWayAnswer:
 
     @property
     def sentences(self) -> tuple:
-        return (self.gain, self.where, self.against_alone, self.growth)
+        return (self.gain, self.control, self.where, self.against_alone, self.growth)
 
     @property
     def text(self) -> str:
@@ -530,13 +531,17 @@ class FourWayAnswer:
 
 def four_way_answer(e: FourWayEndpoints, by_operation: GainByGroup, by_wording: GainByGroup,
                     start_operators: dict, other_vs_alone: Lift, growth: Lift,
-                    growth_between: tuple) -> FourWayAnswer:
+                    growth_between: tuple, control_kept: tuple | None = None) -> FourWayAnswer:
     """Word the chapter's answer from its figures: the primary over the prompt's start (its verb
     from its interval); the operation that carries most of it, and the "gives" wording that
     carries most, with the operator the start wrote most on it (``start_operators``:
     ``gives_operators()["start"]``); share (b) against the question alone (an exploratory
     comparison: "ended where" only when its interval holds 0); and (d)'s change between the
     checkpoints ``growth_between`` ("nothing measurably grew" only when its interval holds 0).
+    The control sentence reads the design's secondary endpoint GRPO minus the random reward
+    ("beat" only where its interval excludes 0 and Holm allows) and, given ``control_kept`` as
+    (sets whose verdict holds, sets) from ``leave_one_seed_out``, how often it holds with one seed
+    left out.
     "Most" only where a group carries over half of the whole. Quoted wordings and operators
     take typographic quotes, so a sentence holds no ASCII double quote beside its apostrophes
     (a glued string with both is shown escaped)."""
@@ -549,6 +554,18 @@ def four_way_answer(e: FourWayEndpoints, by_operation: GainByGroup, by_wording: 
             + (f", a start the examples had lowered by {cost:.1f} points from the model asked "
                "alone" if cost > 0 else "")
             + (", a change they could not tell from none." if verb == "moved" else "."))
+    minus_random = e.secondary["right_minus_random"]
+    beat = change_verb(minus_random, "beat", "fell behind", e.holm_p["right_minus_random"])
+    if beat == "moved":
+        control = (f"Seed for seed, it could not be told from the random-reward control, which "
+                   f"pays as often but at random ({minus_random.points:+.1f} points).")
+    else:
+        control = (f"Seed for seed, it {beat} the random-reward control, which pays as often but "
+                   f"at random, by {abs(minus_random.points):.1f} points")
+        kept, sets = control_kept if control_kept is not None else (None, None)
+        control += ("." if kept is None or kept == sets else
+                    ", but with one seed left out that verdict holds in "
+                    + (f"only {kept} of the {sets}" if kept else f"none of the {sets}") + " cases.")
     last = max(by_operation.from_start, key=lambda c: int(c.rsplit("_", 1)[1]) if
                c.startswith("grpo_") else -1)
     change = by_operation.from_start[last]
@@ -594,8 +611,8 @@ def four_way_answer(e: FourWayEndpoints, by_operation: GainByGroup, by_wording: 
                   "the question alone")
                + ("; nothing measurably grew after " + str(since) + " iterations"
                   if growth.ci95[0] <= 0 <= growth.ci95[1] else ""))
-    return FourWayAnswer(gain=gain, where=where, against_alone=against, growth=grew,
-                         summary=summary)
+    return FourWayAnswer(gain=gain, control=control, where=where, against_alone=against,
+                         growth=grew, summary=summary)
 
 
 # ----------------------------------------------------------------------------- the rules, applied

@@ -5,10 +5,10 @@ A GRPO iteration on chapter 7's model costs CPU-seconds, so the decisive runs (a
 rate sweep of 120 iterations, GRPO from a plateaued SFT model, expert iteration at equal CPU, the
 practice probe with its SFT control, the strict reward) take CPU-hours, more than nbval can repeat.
 This module runs them in spawned workers and writes each to
-``data/runs/10_word_problems/NAME.json``: its spec and
-config, its full-precision log, its validation curve (the 500 validation problems of ``PROTOCOL.splits()``,
-which also choose the learning rate) and its per-problem outcomes on ``PROTOCOL.held_out()``, the
-2,000 held-out problems, which choose nothing. Chapter 8 reads these files; ``tests/test_stored_runs.py``
+``data/runs/10_word_problems/NAME.json``: its spec and config, its full-precision log, its
+validation curve (the 500 validation problems of ``PROTOCOL.splits()``, which also choose the
+learning rate) and its per-problem outcomes on ``PROTOCOL.held_out()``, the 2,000 held-out
+problems, which choose nothing. Chapter 8 reads these files; ``tests/test_stored_runs.py``
 re-runs each run's first iterations and checks that the stored log is what this code produces, to
 the last bit.
 

@@ -1,7 +1,7 @@
 """Chapter 8's live run and switches: the page trains GRPO live (one cell tagged ``live-run``, in a
-progress bar, writing nothing), and its two stored-run switches (``RETRAIN`` for the main runs,
-``RETRAIN_CONTROL`` for the random-reward control) re-train into scratch/, never over data/runs/,
-with a Try-this edit of ``MAIN`` reaching the re-trained jobs."""
+progress bar, writing nothing), and its stored-run switches (``RETRAIN`` for the main runs in the
+chapter, ``RETRAIN_CONTROL`` for the random-reward control in its lab notes) re-train into scratch/,
+never over data/runs/, with a Try-this edit of ``MAIN`` reaching the re-trained jobs."""
 import json
 from dataclasses import replace
 from pathlib import Path
@@ -13,14 +13,15 @@ from grpo import runstore
 from grpo.experiments.ch08_grpo_math import main_runs
 
 CHAPTER = Path(__file__).resolve().parents[1] / "chapters" / "08_grpo_math.ipynb"
+LAB = Path(__file__).resolve().parents[1] / "book" / "lab_08_grpo_math.ipynb"
 
 
-def _cells():
-    return json.loads(CHAPTER.read_text())["cells"]
+def _cells(page=CHAPTER):
+    return json.loads(page.read_text())["cells"]
 
 
-def _cell_with(text):
-    found = ["".join(c["source"]) for c in _cells()
+def _cell_with(text, page=CHAPTER):
+    found = ["".join(c["source"]) for c in _cells(page)
              if c["cell_type"] == "code" and text in "".join(c["source"])]
     assert len(found) == 1, f"{len(found)} code cells hold {text!r}"
     return found[0]
@@ -71,7 +72,7 @@ def test_the_main_runs_switch_and_try_this_edits_retrain_into_scratch(monkeypatc
 
 
 def test_the_random_reward_switch_retrains_into_scratch():
-    source = _cell_with("RETRAIN_CONTROL = False")
+    source = _cell_with("RETRAIN_CONTROL = False", LAB)
     head = source[:source.index("\n", source.index("control_dir ="))]
     asked = []
     scratch = runstore.SCRATCH_DIR / "runs" / "10_word_problems"

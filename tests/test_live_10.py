@@ -1,7 +1,8 @@
 """Chapter 10's live run and switch: the chapter has one ``live-run`` cell that trains in a plain
-loop under ``progress`` and writes nothing to ``data/``; its ``RETRAIN`` switch
-(``long_runs.retrain``) runs the stored runs again into scratch/runs/10_word_problems/, with any
-weights they save beside them, never over ``data/runs/`` or ``data/models/``."""
+loop under ``progress`` through the library's ``grpo_iteration`` and writes nothing to ``data/``;
+its ``RETRAIN`` switch (``long_runs.retrain``) runs the stored runs again into
+scratch/runs/10_word_problems/, with any weights they save beside them, never over ``data/runs/``
+or ``data/models/``."""
 import json
 from pathlib import Path
 
@@ -23,7 +24,8 @@ def test_the_chapter_has_one_live_run_that_trains_and_writes_nothing():
     live = [c for c in _code(CHAPTER) if "live-run" in c["metadata"].get("tags", [])]
     assert len(live) == 1
     src = "".join(live[0]["source"])
-    assert "progress(range(" in src and "grpo_update(" in src and "sample(" in src
+    assert "progress(range(" in src and "rl.grpo_iteration(" in src and "rl.GroupDraws(" in src
+    assert "grpo_update(" not in src and "optim.Adam(" not in src      # the library's loop
     for writer in ("write_", "save(", "open(", "data/"):
         assert writer not in src
 

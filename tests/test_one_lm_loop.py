@@ -140,3 +140,64 @@ def test_chapter_8_prints_the_librarys_loop():
     assert lib["reward_mean"] == logged["reward"][:2]
     assert lib["degenerate_fraction"] == logged["degenerate"][:2]
     assert lib["kl_mean"] == pytest.approx(logged["kl"][:2], rel=1e-9, abs=1e-15)
+
+
+def _code_cells(path: Path) -> list[str]:
+    """A notebook's code cells, IPython magics and shell lines dropped."""
+    cells = json.loads(path.read_text())["cells"]
+    return ["\n".join(ln for ln in "".join(c["source"]).splitlines()
+                      if not ln.lstrip().startswith(("%", "!")))
+            for c in cells if c["cell_type"] == "code"]
+
+
+def _looped_updates(source: str) -> list[int]:
+    """Lines where ``source`` calls ``grpo_update`` inside a ``for`` or ``while`` loop: a GRPO loop
+    written out rather than the library's ``grpo_iteration``."""
+    lines = []
+    for loop in ast.walk(ast.parse(source)):
+        if isinstance(loop, (ast.For, ast.While)):
+            lines += [n.lineno for n in ast.walk(loop) if isinstance(n, ast.Call)
+                      and ast.unparse(n.func).split(".")[-1] == "grpo_update"]
+    return lines
+
+
+def _adams(source: str) -> list[str]:
+    return [ast.unparse(n.func) for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Call)
+            and ast.unparse(n.func).split(".")[-1] in ("Adam", "AdamW")]
+
+
+PAGES = sorted([*REPO.glob("chapters/[0-9][0-9]_*.ipynb"), *REPO.glob("book/*.ipynb")])
+
+
+@pytest.mark.parametrize("path", PAGES, ids=lambda p: p.name)
+def test_no_page_writes_a_grpo_loop_or_builds_an_adam(path):
+    """Every page that trains GRPO on a language model steps through ``rl.grpo_iteration`` (held
+    equal to a loop written out, above), and takes its Adam from ``rl.lm_adam``."""
+    for source in _code_cells(path):
+        assert _looped_updates(source) == [], path.name
+        assert _adams(source) == [], path.name
+
+
+def test_the_page_check_catches_a_written_out_loop_and_an_adam():
+    loop = ("for it in range(3):\n    batch = draw()\n"
+            "    grpo_update(lp, optimizer, mask, rewards)\n")
+    assert _looped_updates(loop) == [3]
+    assert _looped_updates("stats = grpo_update(lp, optimizer, mask, rewards)\n") == []  # one step
+    assert _adams("opt = torch.optim.Adam(model.parameters(), lr=1e-3)\n") == ["torch.optim.Adam"]
+    assert _adams("opt = rl.lm_adam(model.parameters(), 1e-3)\n") == []
+
+
+def test_the_library_builds_adam_only_in_lm_adam():
+    """``grep`` for Adam in the library finds ``lm_adam`` and the two documented AdamW of SFT and
+    expert iteration (weight decay on the matrices); no literal betas outside ``rl.py``."""
+    found = {}
+    for path in sorted((REPO / "lib" / "grpo").rglob("*.py")):
+        text = path.read_text()
+        torch_adams = [c for c in _adams(text) if "optim." in c]   # not the lander's NumPy Adam
+        if torch_adams:
+            found[path.relative_to(REPO / "lib" / "grpo").as_posix()] = torch_adams
+        if path.name != "rl.py":
+            assert "(0.9, 0.99)" not in text and "(0.9, 0.999)" not in text.replace(
+                "betas=(0.9, 0.999)):", ""), path          # mlp.py's own NumPy Adam keeps its default
+    assert found == {"lm/rl.py": ["torch.optim.Adam", "torch.optim.AdamW"],
+                     "lm/train.py": ["torch.optim.AdamW"]}, found

@@ -18,7 +18,7 @@ import numpy as np
 
 from grpo.lm.addition import EVAL_SAMPLES
 from grpo.lm.grpo import PRESETS
-from grpo.lm.rl import RunConfig
+from grpo.lm.rl import ADAM_BETAS, RunConfig
 from grpo.lm.train import SFTConfig
 from grpo.runstore import DATA_DIR
 from grpo.runstore.addition_jobs import GRPO_RECIPE, SFT_RECIPE, Job
@@ -59,7 +59,7 @@ def anneal_configs() -> list[SFTConfig]:
 def sft_like_grpo(R: RunConfig, lr: float) -> SFTConfig:
     """SFT with GRPO's optimizer: the reference answers, GRPO's Adam, lr and step count."""
     return SFTConfig(steps=R.iterations, batch_size=R.prompts, lr=lr, warmup=0, min_lr_frac=1.0,
-                     weight_decay=0.0, betas=(0.9, 0.99), grad_clip=R.grad_clip,
+                     weight_decay=0.0, betas=ADAM_BETAS, grad_clip=R.grad_clip,
                      eval_every=10_000, eval_problems=1)
 
 

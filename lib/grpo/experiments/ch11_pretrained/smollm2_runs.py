@@ -38,6 +38,7 @@ from grpo.experiments.ch11_pretrained.registry import (greedy_texts, read_run, r
                                                         train_from_problems)
 from grpo.lm.hf import (HFConfig, encode_prompts, load_model, chat_prompt_text, sample_completions)
 from grpo.lm.model import Sampling
+from grpo.lm.rl import HF_ADAM_BETAS, lm_adam
 from grpo.lm.verifier import (equations_in, last_number, last_number_reward, random_rewards,
                               reference_answer)
 from grpo.runstore import bits, cpu_timed, run_dir, unbits, writable
@@ -261,7 +262,7 @@ def train_smollm2_sft(spec: Spec, cpu_budget: float, sets: dict | None = None,
     torch.manual_seed(spec.seed)
     policy, tok = load_model(MODEL, "cpu")
     policy.train()
-    optimizer = torch.optim.Adam(policy.parameters(), lr=RECIPE.lr)
+    optimizer = lm_adam(policy.parameters(), RECIPE.lr, HF_ADAM_BETAS)
     order = sft_order(spec.seed, len(sets["train"]))
     log, used, step = [], 0.0, 0
 

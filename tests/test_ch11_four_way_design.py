@@ -204,18 +204,22 @@ def _ends(primary, minus_random=(20.0, 5.0, 35.0), holm_p=0.01):
                               holm_p={"right_minus_random": holm_p}, detectable=9.9)
 
 
-def _by(groups):
+def _by(groups, control=False):
     """A GainByGroup over four planted problems: the start writes other calculations on the
     first two and is right on the last two; GRPO is right on the first three and slips on the
-    fourth."""
+    fourth; with ``control``, the random reward is right on the first and the last."""
     from grpo.stats import group_change, shares_by_group
     cats = W.CALCULATION_READINGS
     start = ["other_calculation", "other_calculation", "right", "right"]
     after = [["right", "right", "right", "slip"]] * 2
     change = group_change(start, after, groups, cats)
-    return W.GainByGroup(by="planted", shares={"question_alone": shares_by_group(start, groups, cats),
-                                               "start": shares_by_group(start, groups, cats),
-                                               "grpo_20": shares_by_group(after, groups, cats)},
+    shares = {"question_alone": shares_by_group(start, groups, cats),
+              "start": shares_by_group(start, groups, cats),
+              "grpo_20": shares_by_group(after, groups, cats)}
+    if control:
+        shares["random_reward_20"] = shares_by_group(
+            [["right", "other_calculation", "other_calculation", "right"]] * 2, groups, cats)
+    return W.GainByGroup(by="planted", shares=shares,
                          from_start={"grpo_10": change, "grpo_20": change}, from_question_alone={})
 
 
@@ -228,7 +232,13 @@ def test_the_answer_words_each_finding_as_its_figure_allows():
     assert "GRPO raised" in a.gain and a.gain.endswith(f"over that prompt's start, across {a_seeds} seeds.")
     assert a.where.startswith("Most of that gain sits on addition: 50.0 of the 25.0 points")
     assert "write “-” in 90% of its answers, (d) was 0% asked alone, 0% under the examples and "\
-        "100% after GRPO" in a.where and '"' not in a.where + a.summary
+        "100% after GRPO." in a.where and '"' not in a.where + a.summary
+    with_control = W.four_way_answer(_ends((25.0, 10.0, 40.0)), ops,
+                                     _by(["X gives him N"] * 2 + ["other"] * 2, control=True),
+                                     written, _lift(-5.9, -14.6, 2.8), _lift(2.7, -5.7, 11.2),
+                                     (10, 20))
+    assert with_control.where.endswith("0% under the examples and 100% after GRPO, against 50% "
+                                       "after the random-reward control.")
     assert "ended where the model's own was" in a.against_alone
     assert a.growth.startswith("Nothing measurably grew from 10 to 20 iterations")
     b = W.four_way_answer(_ends((2.0, -5.0, 9.0)), ops, words, written,

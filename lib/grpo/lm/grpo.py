@@ -17,7 +17,7 @@ k3 term penalises (to the reference at T, rather than at 1). ``grpo_loss`` turns
 
 It reuses the book's one home for each idea: the group advantages are
 ``grpo.objectives.group_advantages`` (chapter 4's z-score, batched: all-equal groups give exactly
-0), the clip is ``grpo.surrogate.clipped_surrogate`` (chapter 6) and the KL is ``grpo.kl.kl_k3``
+0), the clip is ``grpo.surrogate.clipped_surrogate`` (chapter 3) and the KL is ``grpo.kl.kl_k3``
 (chapter 5). The variants are the fields of ``LossOptions``, its one options argument:
 
 - ``advantage``: "zscore" (DeepSeekMath), "center" (r - mean r, no std: Dr. GRPO), "rloo" (the
@@ -131,7 +131,7 @@ def grpo_loss(logp, logp_old, logp_ref, mask, rewards, options: LossOptions = Lo
     # 1. One advantage per completion, shared by all its tokens.
     adv = group_advantages(rewards, options.advantage).to(logp).reshape(N, 1)
 
-    # 2. The ratio to the sampling policy, clipped as in PPO (chapter 6) or not: per token, or
+    # 2. The ratio to the sampling policy, clipped as in PPO (chapter 3) or not: per token, or
     #    (GSPO) per completion, from the mean of its tokens' log-ratios, shared by all its tokens.
     if options.ratio_level == "token":
         new, old = logp, logp_old

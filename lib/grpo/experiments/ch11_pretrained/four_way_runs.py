@@ -542,9 +542,10 @@ def four_way_answer(e: FourWayEndpoints, by_operation: GainByGroup, by_wording: 
     ("beat" only where its interval excludes 0 and Holm allows) and, given ``control_kept`` as
     (sets whose verdict holds, sets) from ``leave_one_seed_out``, how often it holds with one seed
     left out.
-    "Most" only where a group carries over half of the whole. Quoted wordings and operators
-    take typographic quotes, so a sentence holds no ASCII double quote beside its apostrophes
-    (a glued string with both is shown escaped)."""
+    "Most" only where a group carries over half of the whole; the "gives" wording's shares end
+    with the random-reward control's, where ``by_wording`` holds that arm at the last checkpoint.
+    Quoted wordings and operators take typographic quotes, so a sentence holds no ASCII double
+    quote beside its apostrophes (a glued string with both is shown escaped)."""
     verb = change_verb(e.primary)
     cost = 100 * (by_operation.shares["question_alone"].overall["right"]
                   - by_operation.shares["start"].overall["right"])
@@ -583,7 +584,10 @@ def four_way_answer(e: FourWayEndpoints, by_operation: GainByGroup, by_wording: 
              f"{change.whole['right']:.1f} points. On the problems worded “{gift}”, where the "
              f"prompt's examples had the model write “{written}” in "
              f"{start_operators[gift][written]:.0%} of its answers, (d) was {alone:.0%} asked "
-             f"alone, {start:.0%} under the examples and {after:.0%} after GRPO.")
+             f"alone, {start:.0%} under the examples and {after:.0%} after GRPO")
+    control_arm = by_wording.shares.get("random_reward_" + last.rsplit("_", 1)[1])
+    where += ("." if control_arm is None else
+              f", against {control_arm.shares[gift]['right']:.0%} after the random-reward control.")
     if other_vs_alone.ci95[0] <= 0 <= other_vs_alone.ci95[1]:
         against = (f"Its share of other calculations, (b), ended where the model's own was when "
                    f"asked the question alone ({other_vs_alone}, a comparison made after the "

@@ -254,9 +254,9 @@ def lesson_counts(nb: dict) -> LessonCounts:
 # What a reader reads on a page, and the rates the model turns it into minutes at. The rates are
 # stated, not measured on readers: prose at a common speed for technical text, code skimmed at a
 # line a second, printed output faster, half a minute for a figure, a table or a displayed
-# equation. Cold readers have been slower than the model (data/bench/cold_read.json: one took 5
-# hours where the model said 5.4, the next 7 where it said 4.7, the third 8.2 where it said 4.4),
-# so the landing page scales the model by the slowest pace a cold reader has shown
+# equation. Cold readers' paces have differed from the model's (data/bench/cold_read.json: one
+# took 5 hours where the model said 5.4, the next 7 where it said 4.7, the third 8.2 where it said
+# 4.4), so the landing page scales the model by the slowest pace a cold reader has shown
 # (``slowest_pace``).
 
 READING_RATES = {"prose_words_a_minute": 200, "code_lines_a_minute": 60,

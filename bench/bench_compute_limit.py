@@ -24,7 +24,7 @@ import numpy as np
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from bench_grpo_loop import cpu, grpo_iteration
+from bench_grpo_loop import cpu, iteration_cpu_split
 from bench_lander_update import numpy_steps, per_step_us
 from benchfile import write_bench
 from grpo import lander
@@ -146,7 +146,7 @@ def main():
     train, test = PROTOCOL.splits()
     torch.manual_seed(0)
     flops = grpo_flops(load_sft()[0], tok, train, test)
-    seconds = grpo_iteration(model, tok, train, test)
+    seconds = iteration_cpu_split(model, tok, train, test)
     phases = {}
     for phase, key in (("sample", "sample_cpu_s"), ("ref", "ref_cpu_s"), ("update", "update_cpu_s")):
         rate = flops[phase] / seconds[key] / 1e9

@@ -54,7 +54,7 @@ def cpu(fn):
 SPLIT = ("sample_cpu_s", "ref_cpu_s", "update_cpu_s")
 
 
-def grpo_iteration(model, tok, train, test, **kw):
+def iteration_cpu_split(model, tok, train, test, **kw):
     """CPU seconds of sampling / reference / update in one iteration of the real loop (fastest of 3)."""
     cfg = RunConfig(iterations=REPEATS, **NO_EVALUATION, **kw)
     log = train_lm_grpo(model, tok, train, test, cfg)["log"]
@@ -63,7 +63,7 @@ def grpo_iteration(model, tok, train, test, **kw):
 
 
 def baseline_iteration(rev: str = BASELINE) -> dict | str:
-    """The same ``grpo_iteration`` with the lib as it was at commit ``rev`` (from git, into a temp
+    """The same ``iteration_cpu_split`` with the lib as it was at commit ``rev`` (from git, into a temp
     dir, run in a subprocess under this process's pins) on today's checkpoint, or why it could not
     run."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -75,7 +75,7 @@ def baseline_iteration(rev: str = BASELINE) -> dict | str:
         code = ("import sys, json; sys.path.insert(0, %r); import bench_grpo_loop as b; "
                 "from grpo.lm.data import PROTOCOL; "
                 "m, tok = b.load_sft(); tr, te = PROTOCOL.splits(); "
-                "print(json.dumps(b.grpo_iteration(m, tok, tr, te)))") % str(Path(__file__).parent)
+                "print(json.dumps(b.iteration_cpu_split(m, tok, tr, te)))") % str(Path(__file__).parent)
         env = {**os.environ, "PYTHONPATH": str(Path(tmp) / "lib")}
         run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
         if run.returncode != 0:
@@ -112,12 +112,12 @@ def main():
     result = {"threads": 1, "repeats": REPEATS, "load_average_before": round(os.getloadavg()[0], 2),
               "torch": torch.__version__}
     # one iteration of chapter 8's main run (32 prompts x 8, beta 0.04), and G at 32 prompts
-    result["grpo_iteration_cpu_s"] = grpo_iteration(load_sft()[0], tok, train, test)
+    result["grpo_iteration_cpu_s"] = iteration_cpu_split(load_sft()[0], tok, train, test)
     result["baseline"] = {"commit": BASELINE, "grpo_iteration_cpu_s": baseline_iteration()}
     if isinstance(result["baseline"]["grpo_iteration_cpu_s"], dict):
         result["baseline"]["speedup"] = round(sum(result["baseline"]["grpo_iteration_cpu_s"].values())
                                               / sum(result["grpo_iteration_cpu_s"].values()), 2)
-    result["grpo_iteration_by_G"] = {G: grpo_iteration(load_sft()[0], tok, train, test, G=G)
+    result["grpo_iteration_by_G"] = {G: iteration_cpu_split(load_sft()[0], tok, train, test, G=G)
                                      for G in (4, 8, 16)}
     # one step of chapter 7's SFT (batch 32), the continued-SFT control's unit of work
     # (two runs of 10 and 40 steps: their difference leaves out sft()'s one-off tokenising of the data)

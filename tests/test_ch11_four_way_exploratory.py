@@ -197,3 +197,11 @@ def test_the_answer_says_how_far_the_prompt_had_lowered_its_start():
                                W.gives_operators()["start"], W.against_question_alone(
                                    "other_calculation"), W.checkpoint_change("right"), (10, 20))
     assert "a start the examples had lowered by 10.9 points from the model asked alone" in answer.gain
+
+
+def test_the_live_runs_reading_line_counts_each_bin():
+    read = {"four_way": np.array(["right", "slip", "right", "no_equation"]),
+            "one_equation_format": np.array([1, 1, 0, 0]), "last_number": np.array([1, 0, 1, 1])}
+    assert W.reading_line(read, [10, 20, 30, 40]) == (
+        "25 tokens on average; one-equation form 2/4; (a) 1, (b) 0, (c) 1, (d) 2; "
+        "last number right 3/4")

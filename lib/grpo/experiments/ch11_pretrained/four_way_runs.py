@@ -188,6 +188,18 @@ def shares(read: dict) -> dict:
             "one_equation_format": float(read["one_equation_format"].mean())}
 
 
+def reading_line(read: dict, lengths) -> str:
+    """A handful of answers in one line: their mean length in tokens (``lengths``), how many take
+    the one-equation form, how many fall in each four-way bin, (a) to (d), and how many end on the
+    right number (what the reward reads)."""
+    n = len(read["four_way"])
+    bins = ", ".join(f"({letter}) {int((read['four_way'] == k).sum())}"
+                     for letter, k in zip("abcd", CALCULATION_READINGS, strict=True))
+    return (f"{np.mean(lengths):.0f} tokens on average; one-equation form "
+            f"{read['one_equation_format'].sum():.0f}/{n}; {bins}; last number right "
+            f"{read['last_number'].sum():.0f}/{n}")
+
+
 # the outcomes an endpoint counts, per answer, from ``read_answers``
 OUTCOMES = {
     "right": lambda r: (r["four_way"] == "right").astype(float),

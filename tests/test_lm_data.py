@@ -305,3 +305,24 @@ def test_a_question_no_template_wrote_is_named(problem):
     from grpo.lm.data import step_templates
     with pytest.raises(ValueError, match="problem"):
         step_templates(problem)
+
+
+def test_a_lift_splits_by_chain_with_the_chains_as_clusters():
+    import numpy as np
+    from grpo.lm.eval import lift_by_chain
+    from grpo.stats import paired_lift
+    step = {s: {"answer": f"x: <<{s}>>\n#### 0"} for s in ("1+1=2", "2+2=4", "3+3=6", "4+4=8")}
+    chain = ["1+1=2", "2+2=4", "3+3=6", "4+4=8", "1+1=2", "3+3=6"]
+    problems, train = [step[c] for c in chain], [step["1+1=2"], step["2+2=4"]]
+    before = np.array([0, 0, 0, 1, 1, 0])
+    after = np.array([[1, 1, 0, 1, 1, 1], [0, 1, 1, 1, 0, 0]])
+    split = lift_by_chain(before, after, problems, train)
+    assert split.new_mask.tolist() == [False, False, True, True, False, True]
+    assert (split.new_chains, split.seen_chains) == (2, 2)
+    for got, m in ((split.new, split.new_mask), (split.seen, ~split.new_mask)):
+        want = paired_lift(before[m], after[:, m], clusters=[c for c, k in zip(chain, m) if k])
+        assert (got.points, got.ci95) == (want.points, want.ci95)
+    unclustered = paired_lift(before[split.new_mask], after[:, split.new_mask])
+    assert split.new.per_seed_ci95 != unclustered.per_seed_ci95      # the chains are resampled
+    with pytest.raises(ValueError, match="len\\(problems\\) = 6"):
+        lift_by_chain(before[:4], after, problems, train)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -20,8 +21,9 @@ import torch
 from grpo.seeding import seeded_generator
 
 from grpo import checks
+from grpo.stats import Lift, paired_lift
 
-from .data import encode_problem
+from .data import calculation_chain, chain_seen, encode_problem
 from .model import Sampling, sample
 from .verifier import check_annotations, reference_answer, reward, strict_reward
 
@@ -155,5 +157,31 @@ def pass_at_k_per_problem(correct, k: int) -> np.ndarray:
     return np.array([1.0 - math.comb(n - int(ci), k) / math.comb(n, k) for ci in c])
 
 
+class ChainLifts(NamedTuple):
+    """A paired lift split by whether training has each problem's calculation chain."""
+    new: Lift                   # on the problems whose chain no training problem has
+    seen: Lift                  # on the rest
+    new_mask: np.ndarray        # (problems,) True on the new-chain problems
+    new_chains: int             # distinct chains among the new-chain problems
+    seen_chains: int            # ... and among the rest
+
+
+def lift_by_chain(before, after, problems: list[dict], train: list[dict]) -> ChainLifts:
+    """``paired_lift(before, after)`` on the new-chain problems and on the rest (``chain_seen``
+    against ``train``), the distinct chains resampled as clusters, so that an interval counts how
+    much another draw of calculations would differ. ``before`` and ``after``: outcomes whose last
+    axis is ``problems`` (``after`` may hold seeds on its first)."""
+    before, after = np.asarray(before), np.asarray(after)
+    if before.shape[-1] != len(problems) or after.shape[-1] != len(problems):
+        raise ValueError(f"before and after must end on len(problems) = {len(problems)}, got "
+                         f"{before.shape} and {after.shape}")
+    seen = np.array(chain_seen(problems, train), dtype=bool)
+    chains = [calculation_chain(p) for p in problems]
+    new, old = (paired_lift(before[..., m], after[..., m],
+                            clusters=[c for c, k in zip(chains, m) if k]) for m in (~seen, seen))
+    return ChainLifts(new, old, ~seen, len({c for c, k in zip(chains, ~seen) if k}),
+                      len({c for c, k in zip(chains, seen) if k}))
+
+
 __all__ = ["EvalConfig", "completions", "rewards", "score", "outcomes", "evaluate", "pass_at_k",
-           "pass_at_k_per_problem"]
+           "pass_at_k_per_problem", "ChainLifts", "lift_by_chain"]

@@ -18,7 +18,8 @@ from pathlib import Path
 import numpy as np
 
 from grpo.experiments.ch10_word_problems import long_runs as L
-from grpo.lm.data import HELD_OUT, PROTOCOL, calculation_chain, chain_seen, step_count
+from grpo.lm.data import HELD_OUT, PROTOCOL, step_count
+from grpo.lm.eval import lift_by_chain
 from grpo.stats import Lift, holm, lift_gap, paired_lift
 
 RANDOM, OUTCOME = "random_reward", "grpo_lr0.00015"   # the control and its verifier twin
@@ -109,11 +110,8 @@ def read_long_runs(runs: dict, directory: Path | None = None) -> LongRunReadings
     held = PROTOCOL.held_out(HELD_OUT)
     before = outcomes_of("start")
     after = np.stack([outcomes_of(n) for n in both(runs, best)])
-    seen = np.array(chain_seen(held, PROTOCOL.splits()[0]))
-    chains = [calculation_chain(p) for p in held]
-    by_chain = {part: paired_lift(before[m], after[:, m],
-                                  clusters=[c for c, k in zip(chains, m) if k])
-                for part, m in (("new", ~seen), ("seen", seen))}
+    split = lift_by_chain(before, after, held, PROTOCOL.splits()[0])
+    by_chain, seen = {"new": split.new, "seen": split.seen}, ~split.new_mask
 
     strict_names = both(runs, "strict_reward")
     length_names = both(runs, "length_constant")

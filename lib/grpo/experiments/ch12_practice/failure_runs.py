@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import replace
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -40,6 +41,7 @@ from grpo.lm.rl import RunConfig, train_lm_grpo
 from grpo.lm.verifier import reward
 from grpo.pool import parallel_map
 from grpo.seeding import seeded_generator
+from grpo.stats import over_seeds, paired_lift
 from grpo.runstore import (STORE_ENV, command_line, cpu_timed, read_json, run_dir,
                            without_timings, writable, write_json)
 from grpo.runstore.addition_jobs import (GRPO_RECIPE, LEVELS, SFT_RUN, Job, stored_jobs,
@@ -155,6 +157,39 @@ def aggregation_runs(retrain: bool = False, workers: int = 2) -> list[dict]:
     runs = parallel_map(_aggregation_job, aggregation_jobs(), workers, desc="aggregation runs")
     write_json(writable(path), {"keys": keys, "runs": runs}, indent=0)
     return read_json(writable(path), MODULE)["runs"]
+
+
+class AggregationReadings(NamedTuple):
+    """What chapter 12 and its lab notes read from ``aggregation_runs()``."""
+    wrong_start: float          # the start's wrong answers: mean length in tokens
+    wrong: dict                 # loss type -> each seed's wrong answers' mean length
+    accuracy_lift: dict         # loss type -> its seeds' paired lift in accuracy over the start
+    minus_grpo: dict            # "dapo", "dr_grpo" -> wrong-answer length minus grpo's, over seeds
+
+
+def wrong_answer_length(run: dict) -> float:
+    """The mean length, in tokens, of a run's wrong sampled answers."""
+    lengths, right = np.array(run["lengths"]), np.array(run["right"])
+    return float(lengths[right == 0].mean())
+
+
+def aggregation_readings(runs: list[dict]) -> AggregationReadings:
+    """``aggregation_runs()``'s start (its first run) against each loss type's seeds: the wrong
+    answers' lengths, accuracy (each problem's share of right samples) paired with the start,
+    and DAPO's and Dr. GRPO's wrong-answer lengths minus GRPO's, seed by seed."""
+    if not runs or runs[0]["loss_type"] is not None:
+        raise ValueError("runs must be aggregation_runs()'s list, the start (loss_type None) first")
+    start = runs[0]
+    by_type = {t: [r for r in runs[1:] if r["loss_type"] == t] for t in AGGREGATIONS}
+    wrong = {t: [wrong_answer_length(r) for r in rs] for t, rs in by_type.items()}
+
+    def accuracy(r):
+        return np.array(r["right"]).mean(1)
+
+    lift = {t: paired_lift(accuracy(start), np.stack([accuracy(r) for r in rs]))
+            for t, rs in by_type.items()}
+    minus = {t: over_seeds(np.subtract(wrong[t], wrong["grpo"])) for t in ("dapo", "dr_grpo")}
+    return AggregationReadings(wrong_answer_length(start), wrong, lift, minus)
 
 
 def store_all(workers: int = 2) -> list:

@@ -388,7 +388,14 @@ def my_token_level_loss(logp, logp_old, mask, rewards):
          "only the all-wrong groups"),
         ("a count", "def my_degenerate_share(rewards):\n"
                     "    return np.sum((rewards == rewards[:, :1]).all(1))\n",
-         "return their share")],
+         "return their share"),
+        ("0/1 ties only", "def my_degenerate_share(rewards):\n"
+                          "    r = np.asarray(rewards)\n"
+                          "    return np.mean((r == 0).all(1) | (r == 1).all(1))\n",
+         "all 0s or all 1s"),
+        ("std == 0", "def my_degenerate_share(rewards):\n"
+                     "    return np.mean(np.asarray(rewards).std(1) == 0)\n",
+         "std == 0 misses ties")],
     (10, "B"): [
         ("all wrong only", "def my_effective_batch(p, G):\n"
                            "    return G * np.sum(1 - (1 - np.asarray(p)) ** G)\n",

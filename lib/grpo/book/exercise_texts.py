@@ -420,8 +420,9 @@ EXERCISES = (
         logp_old, mask, rewards)` gets tensors of token log-probabilities, one row per answer, the
         mask (1 on completion tokens, 0 on padding) and the rewards, one row per group. Give every
         token its answer's advantage (`group_advantages`), take `clipped_surrogate` at its default
-        clip, average each answer over its own tokens, then average the answers, and return minus
-        that. The padding holds junk: a loss that forgets the mask counts it."""), _code('''
+        clip (it returns the per-token surrogate and which tokens were clipped: keep the first),
+        average each answer over its own tokens, then average the answers, and return minus that.
+        The padding holds junk: a loss that forgets the mask counts it."""), _code('''
         def my_grpo_loss(logp, logp_old, mask, rewards):
             """DeepSeekMath's GRPO loss without the KL term, as grpo_loss computes it.
 

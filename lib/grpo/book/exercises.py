@@ -762,7 +762,9 @@ def check_degenerate_share(fn) -> CheckOutcome:
     batches = [np.array([[0, 0, 0, 0], [1, 0, 1, 1], [1, 1, 1, 1], [0, 0, 1, 0], [0, 0, 0, 0]],
                         dtype=float),
                (rng.random((16, 8)) < 0.15).astype(float),
-               np.round(rng.random((6, 4)), 1), np.ones((3, 8))]
+               np.round(rng.random((6, 4)), 1), np.ones((3, 8)),
+               # ties away from 0 and 1; equal floats whose std is a hair above 0 ([0.1] * 3)
+               np.array([[0.1, 0.1, 0.1], [0.7, 0.7, 0.7], [0.1, 0.2, 0.1], [0.3, 0.3, 0.3]])]
 
     def run(fn):
         import torch
@@ -776,12 +778,21 @@ def check_degenerate_share(fn) -> CheckOutcome:
                              LossOptions(beta=0.0))[1]["degenerate_fraction"]
             if _close(got, want):
                 continue
-            if _close(got, np.mean((r == 0).all(1))):
+            binary_ties = np.mean((r == 0).all(1) | (r == 1).all(1))
+            if _close(got, np.mean((r == 0).all(1))) and not _close(got, binary_ties):
                 raise _Mistake("you counted only the all-wrong groups: an all-right group has "
                                "zero advantage too")
             if _close(got, want * len(r)):
                 raise _Mistake("you return the number of groups: return their share of the "
                                "batch")
+            if _close(got, binary_ties):
+                raise _Mistake("you counted only groups of all 0s or all 1s: rewards need not be "
+                               "0/1, and a group that ties at any value, (0.7, 0.7, 0.7), has zero "
+                               "advantage too")
+            if _close(got, np.mean(r.std(1) == 0)):
+                raise _Mistake("testing std == 0 misses ties: equal floats can give a std a hair "
+                               "above 0 (try [0.1, 0.1, 0.1]); compare each reward with its "
+                               "row's first")
             raise _Mistake(f"for a batch of {len(r)} groups your share is {_show(got)} but "
                            f"grpo_loss logs {_show(want)}")
         return "it matches the degenerate_fraction the runs log"

@@ -27,8 +27,8 @@ from pathlib import Path
 import numpy as np
 
 from grpo.files import json_ready
-from grpo.lm.data import HELD_OUT
-from grpo.lm.eval import EvalConfig
+from grpo.lm.data import HELD_OUT, PROTOCOL
+from grpo.lm.eval import EvalConfig, lift_by_chain
 from grpo.lm.rl import RunConfig
 from grpo.runstore.models import run_from_sft
 from grpo.lm.train import SFTConfig
@@ -162,6 +162,16 @@ def cpu_seconds(directory: Path | None = None) -> list[float]:
     """Each stored job's CPU seconds, in job order."""
     directory = Path(directory or stored_dir())
     return [r["cpu_s"] for r in read_json(directory / "runs.json", MODULE)["runs"]]
+
+
+def chain_lifts(start: np.ndarray, runs: list, continued: dict) -> dict:
+    """GRPO's seeds and the continued-SFT control, each against the start's held-out greedy
+    outcomes, on the new-chain problems and on the rest (``lift_by_chain``, chains resampled)."""
+    held, train = PROTOCOL.held_out(HELD_OUT), PROTOCOL.splits()[0]
+    return {"GRPO, both seeds": lift_by_chain(start, [r["held_out"]["greedy"] for r in runs], held,
+                                              train),
+            "continued SFT, same CPU": lift_by_chain(start, continued["held_out"]["greedy"], held,
+                                                     train)}
 
 
 def _timed_job(job_and_held_out) -> tuple:

@@ -36,6 +36,7 @@ from grpo import checks
 from grpo.lm.addition import addition_tokenizer
 from grpo.lm.data import PROTOCOL, encode_problem
 from grpo.lm.eval import EvalConfig
+from grpo.lm.grpo import LossOptions, grpo_loss
 from grpo.lm.model import Sampling, sample
 from grpo.lm.rl import RunConfig, train_lm_grpo
 from grpo.lm.verifier import reward
@@ -157,6 +158,19 @@ def aggregation_runs(retrain: bool = False, workers: int = 2) -> list[dict]:
     runs = parallel_map(_aggregation_job, aggregation_jobs(), workers, desc="aggregation runs")
     write_json(writable(path), {"keys": keys, "runs": runs}, indent=0)
     return read_json(writable(path), MODULE)["runs"]
+
+
+def loss_at_ratio_one(advantage: str = "trl") -> dict:
+    """The loss each of TRL's loss types logs before anything is learned (every ratio 1), on one
+    group of two answers: a right one of 10 tokens and a wrong one of 50."""
+    lengths = torch.tensor([10, 50])
+    mask = (torch.arange(50) < lengths[:, None]).double()       # 2 answers, 10 and 50 tokens
+    logp = torch.zeros(2, 50, dtype=torch.float64)              # rho = 1 on every token
+    rewards = torch.tensor([[1.0, 0.0]], dtype=torch.float64)   # the first answer right
+    options = {t: LossOptions(advantage=advantage, beta=0.0, aggregation=a)
+               for t, a in AGGREGATIONS.items()}
+    return {t: grpo_loss(logp, logp, None, mask, rewards, o, max_tokens=50)[0].item()
+            for t, o in options.items()}
 
 
 class AggregationReadings(NamedTuple):

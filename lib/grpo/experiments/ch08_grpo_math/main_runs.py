@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, replace
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -33,6 +34,7 @@ from grpo.lm.rl import RunConfig
 from grpo.runstore.models import run_from_sft
 from grpo.lm.train import SFTConfig
 from grpo.pool import parallel_map
+from grpo.stats import Lift, paired_lift
 from grpo.runstore import (bits, command_line, cpu_timed, read_json, read_weights, run_dir, unbits,
                            write_json_rows, write_weights)
 
@@ -162,6 +164,24 @@ def cpu_seconds(directory: Path | None = None) -> list[float]:
     """Each stored job's CPU seconds, in job order."""
     directory = Path(directory or stored_dir())
     return [r["cpu_s"] for r in read_json(directory / "runs.json", MODULE)["runs"]]
+
+
+class MainLifts(NamedTuple):
+    """The chapter's lifts over the start, on the held-out problems."""
+    grpo: Lift                  # greedy, GRPO's seeds
+    grpo_sampled: Lift          # sampled (each problem's mean over its samples), GRPO's seeds
+    continued: Lift             # greedy, the continued-SFT control (one run: over problems)
+    continued_sampled: Lift     # sampled, the continued-SFT control
+
+
+def main_lifts(start_greedy, start_sampled, runs: list, continued: dict) -> MainLifts:
+    """GRPO's seeds and the continued-SFT control against the start, greedy and sampled, paired
+    problem by problem (``paired_lift``)."""
+    return MainLifts(
+        paired_lift(start_greedy, [r["held_out"]["greedy"] for r in runs]),
+        paired_lift(start_sampled, [r["held_out"]["sampled"].mean(1) for r in runs]),
+        paired_lift(start_greedy, continued["held_out"]["greedy"]),
+        paired_lift(start_sampled, continued["held_out"]["sampled"].mean(1)))
 
 
 def chain_lifts(start: np.ndarray, runs: list, continued: dict) -> dict:

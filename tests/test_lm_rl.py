@@ -10,7 +10,7 @@ from grpo.lm.data import make_splits
 from grpo.lm.model import GPT, GPTConfig
 from dataclasses import replace
 
-from grpo.lm.eval import EvalConfig, evaluate, pass_at_k, pass_at_k_per_problem, score
+from grpo.lm.eval import EvalConfig, evaluate, pass_at_k, pass_at_k_per_problem, reward_by_kind
 from grpo.lm.rl import RunConfig, train_lm_grpo
 from grpo.lm.tokenizer import Tokenizer
 from grpo.lm.train import SFTConfig, sft
@@ -101,10 +101,10 @@ def test_pass_at_k_takes_a_2d_array_and_an_int_k():
         pass_at_k([[1, 0]], 1.5)
 
 
-def test_score_verifier_and_short():
+def test_reward_by_kind_verifier_and_short():
     p = {"answer": "2+2=<<2+2=4>>4\n#### 4"}
-    assert score(p, "so #### 4") == 1.0 and score(p, "#### 5") == 0.0
-    assert score(p, "anything", "short", max_new_tokens=10, length=3) == pytest.approx(0.7)
+    assert reward_by_kind(p, "so #### 4") == 1.0 and reward_by_kind(p, "#### 5") == 0.0
+    assert reward_by_kind(p, "anything", "short", max_new_tokens=10, length=3) == pytest.approx(0.7)
 
 
 @pytest.mark.parametrize("bad, match", [(dict(G=1), "G must be an int >= 2"), (dict(lr=0.0), "lr"),
@@ -252,7 +252,7 @@ def test_dynamic_sampling_with_some_informative_groups_trains_on_those_only(setu
     def contrast_for_even_answers(problem, text, kind="verifier", max_new_tokens=96, length=0):
         return float(len(text) % 2) if int(problem["answer"].split("####")[-1]) % 2 == 0 else 0.0
 
-    monkeypatch.setattr(rl, "score", contrast_for_even_answers)
+    monkeypatch.setattr(rl, "reward_by_kind", contrast_for_even_answers)
     seen = capture_updates(monkeypatch)
     cfg = RunConfig(**TINY, beta=0.0, dynamic_sampling=True)
     log = train_lm_grpo(tiny_model(tok), tok, train, test, cfg)["log"]
@@ -280,10 +280,10 @@ def test_an_unreadable_reference_stops_the_run_before_any_compute(setup):
 
 def test_strict_score_needs_every_annotation_right():
     p = {"question": "q", "answer": "She has <<3+4=7>>7.\n#### 7"}
-    assert score(p, "<<3+4=7>>7\n#### 7", "strict") == 1.0
-    assert score(p, "<<3+4=8>>8\n#### 7", "strict") == 0.0          # right answer, wrong calculation
-    assert score(p, "#### 7", "strict") == 0.0                        # no calculation shown
-    assert score(p, "<<3+4=8>>8\n#### 7") == 1.0                      # the verifier alone passes it
+    assert reward_by_kind(p, "<<3+4=7>>7\n#### 7", "strict") == 1.0
+    assert reward_by_kind(p, "<<3+4=8>>8\n#### 7", "strict") == 0.0          # right answer, wrong calculation
+    assert reward_by_kind(p, "#### 7", "strict") == 0.0                        # no calculation shown
+    assert reward_by_kind(p, "<<3+4=8>>8\n#### 7") == 1.0                      # the verifier alone passes it
     with pytest.raises(ValueError, match="reward"):
         train_lm_grpo(None, None, [p] * 3, [p], RunConfig(reward="strictest", **TINY))
 
@@ -363,7 +363,8 @@ def test_the_random_reward_ignores_the_answer(setup, monkeypatch):
 
     import grpo.lm.rl as rl
     train, test, tok = setup
-    monkeypatch.setattr(rl, "score", lambda problem, text, kind="verifier", *a, **k: float(len(text) % 2))
+    monkeypatch.setattr(rl, "reward_by_kind",
+                        lambda problem, text, kind="verifier", *a, **k: float(len(text) % 2))
     cfg = replace(RunConfig(**TINY), reward="random", prompts=60, G=8)
     groups = rl.sample_groups(tiny_model(tok), tok, train[:60], cfg, torch.Generator().manual_seed(0),
                               random.Random(0))

@@ -3,10 +3,11 @@ pass@k. Chapters 7-10 and the stored runs share these, so every evaluation is do
 
 ``completions(model, tok, problems, n, temperature, generator)`` samples (or, with
 ``temperature=None``, decodes greedily) and returns texts; ``rewards`` scores them with the
-verifier: a (problems, n) array of 0/1. ``score`` is the reward of one completion for the GRPO loop
-(the verifier, the strict verifier, or the length reward of the sanity check). ``outcomes`` gives
-the per-problem greedy and sampled outcomes that paired tests need (and, on request, whether every
-annotation of each sample is right); ``evaluate`` their means; ``pass_at_k`` the unbiased pass@k.
+verifier: a (problems, n) array of 0/1. ``reward_by_kind`` is the reward of one completion for the
+GRPO loop (the verifier, the strict verifier, or the length reward of the sanity check).
+``outcomes`` gives the per-problem greedy and sampled outcomes that paired tests need (and, on
+request, whether every annotation of each sample is right); ``evaluate`` their means;
+``pass_at_k`` the unbiased pass@k.
 ``EvalConfig`` is what a training run measures and when, apart from how it trains.
 """
 from __future__ import annotations
@@ -93,8 +94,8 @@ def rewards(problems, texts) -> np.ndarray:
 SCORES = ("verifier", "strict", "short")
 
 
-def score(problem: dict, text: str, kind: str = "verifier", max_new_tokens: int = 96,
-          length: int = 0) -> float:
+def reward_by_kind(problem: dict, text: str, kind: str = "verifier", max_new_tokens: int = 96,
+                   length: int = 0) -> float:
     """The reward of one completion: the verifier's 0/1, the strict one's (right answer and every
     annotation right), or (the sanity check) 1 - length / budget."""
     if kind not in SCORES:
@@ -183,5 +184,5 @@ def lift_by_chain(before, after, problems: list[dict], train: list[dict]) -> Cha
                       len({c for c, k in zip(chains, seen) if k}))
 
 
-__all__ = ["EvalConfig", "completions", "rewards", "score", "outcomes", "evaluate", "pass_at_k",
-           "pass_at_k_per_problem", "ChainLifts", "lift_by_chain"]
+__all__ = ["EvalConfig", "completions", "rewards", "reward_by_kind", "outcomes", "evaluate",
+           "pass_at_k", "pass_at_k_per_problem", "ChainLifts", "lift_by_chain"]

@@ -30,7 +30,7 @@ from grpo import checks
 from grpo.seeding import seeded_generator
 
 from .data import PROTOCOL, encode_problem
-from .eval import EvalConfig, completions, evaluate, outcomes, rewards, score
+from .eval import EvalConfig, completions, evaluate, outcomes, reward_by_kind, rewards
 from .grpo import LossOptions, dynamic_sampling, grpo_update
 from .model import DTYPE, Sampling, completion_logprobs, sample
 from .verifier import random_rewards, reference_answer, reward, strict_reward
@@ -134,15 +134,17 @@ class Group(NamedTuple):
 
 def sample_groups(policy, tok, problems, cfg: RunConfig, generator,
                   coins: random.Random) -> list[Group]:
-    """G completions of each problem, sampled at ``cfg.temperature`` and scored (``score``). With
-    ``cfg.reward="random"`` the rewards ignore the answers: each is 1 with probability the batch's
-    verifier success rate (``coins`` flips them), so the expected gradient carries no signal."""
+    """G completions of each problem, sampled at ``cfg.temperature`` and scored
+    (``reward_by_kind``). With ``cfg.reward="random"`` the rewards ignore the answers: each is 1
+    with probability the batch's verifier success rate (``coins`` flips them), so the expected
+    gradient carries no signal."""
     prompts = [encode_problem(tok, p)[0] for p in problems]
     sampling = Sampling(n=cfg.G, max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature)
     tokens, logp, mask = sample(policy, prompts, sampling, generator, eos_id=tok.eos_id)
     texts = [tok.decode(t[m].tolist()) for t, m in zip(tokens, mask)]
     kind = "verifier" if cfg.reward == "random" else cfg.reward
-    r = torch.tensor([score(problems[i // cfg.G], x, kind, cfg.max_new_tokens, int(m.sum()))
+    r = torch.tensor([reward_by_kind(problems[i // cfg.G], x, kind, cfg.max_new_tokens,
+                                     int(m.sum()))
                       for i, (x, m) in enumerate(zip(texts, mask))], dtype=DTYPE).reshape(-1, cfg.G)
     right = torch.tensor([reward(x, problems[i // cfg.G]["answer"]) for i, x in enumerate(texts)],
                          dtype=DTYPE).reshape(-1, cfg.G) if kind != "verifier" else r
